@@ -1,0 +1,173 @@
+"""The command line: ``main(argv) -> int``, one ``_cmd_<name>`` per subcommand, exit codes in one place.
+
+A subcommand imports only what it uses, so ``--version`` and reading commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from typing import List, Optional, Sequence, Tuple
+
+from ._version import __version__
+
+EXIT_OK = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+
+_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+_EPILOG = """\
+examples:
+  relaxrepro generate                                  manifest of this machine and repo, in .
+  relaxrepro generate --output-dir runs/ -- python train.py --lr 3e-4
+  relaxrepro generate --output manifest.json --strict  exit 1 if a probe failed
+
+exit codes: 0 ok (a partial manifest is ok), 1 failure under --strict, 2 usage error.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as a return value instead of exiting the interpreter."""
+
+    def exit(self, status: int = 0, message: Optional[str] = None) -> None:  # type: ignore[override]
+        if message:
+            sys.stderr.write(message)
+        raise _Exit(status)
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        raise _Exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
+
+
+class _Exit(Exception):
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(code)
+        self.code = code
+        self.message = message
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="relaxrepro",
+        description="Record, check and compare ML experiment manifests.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version="relaxrepro " + __version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    gen = sub.add_parser(
+        "generate",
+        help="write a manifest of this run (best effort, never blocks training)",
+        description="Collect the manifest and write manifest_<run-id>.json. "
+        "COMMAND after -- is recorded as the run's command, not executed.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    out = gen.add_mutually_exclusive_group()
+    out.add_argument("--output", "-o", metavar="FILE", help="write exactly this file (never overwritten)")
+    out.add_argument("--output-dir", metavar="DIR",
+                     help="directory for manifest_<run-id>.json (default: $RELAXREPRO_OUTPUT_DIR, else .)")
+    gen.add_argument("--run-id", metavar="ID", help="use this run id instead of a fresh one")
+    gen.add_argument("--strict", action="store_true", help="exit 1 when a probe failed or nothing was written")
+    gen.add_argument("--all-ranks", action="store_true",
+                     help="write on every rank (default: only rank 0 by RANK, else SLURM_PROCID)")
+    gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")
+    return parser
+
+
+def _split_command(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
+    argv = list(argv)
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the CLI; returns the exit code. Never raises, never prints a traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    own, command = _split_command(argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(own)
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        if command and args.command != "generate":
+            parser.error("'--' and a command are only taken by generate")
+        handler = globals()["_cmd_" + args.command.replace("-", "_")]
+        return int(handler(args, command))
+    except _Exit as exc:
+        if exc.message:
+            sys.stderr.write(exc.message)
+        return exc.code
+    except KeyboardInterrupt:
+        sys.stderr.write("relaxrepro: interrupted\n")
+        return 130
+    except Exception as exc:  # the promise: one line, never a traceback
+        sys.stderr.write("relaxrepro: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        return EXIT_FAIL
+
+
+def _rank(env: dict) -> Optional[int]:
+    for name in ("RANK", "SLURM_PROCID"):
+        value = env.get(name)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
+    env = dict(os.environ)
+    rank = _rank(env)
+    if rank not in (None, 0) and not args.all_ranks:
+        return EXIT_OK  # under a multi-rank launcher only rank 0 writes
+    if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
+        sys.stderr.write("relaxrepro generate: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
+                         % args.run_id)
+        return EXIT_USAGE
+
+    from . import manifest
+    from .context import Context
+
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none")
+    doc = manifest.build(ctx, run_id=args.run_id)
+    if rank is not None:
+        doc.setdefault("runtime", {})["rank"] = rank
+    problems = manifest.probe_problems(doc)
+    for line in problems:
+        sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
+    directory = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or ".")
+    result = manifest.write(doc, path=args.output, directory=directory, env=env)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if args.print_doc:
+        from . import writer
+
+        sys.stdout.write(writer.serialize(doc).decode("utf-8"))
+    if result.path is None:
+        return EXIT_FAIL if args.strict else EXIT_OK
+    print(result.path)
+    if args.strict and problems:
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def run_main() -> None:
+    """Entry point of the console script, ``python -m relaxrepro`` and the .pyz."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    from .runner import stray_threads
+
+    if stray_threads():
+        # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it.
+        os._exit(code)
+    sys.exit(code)

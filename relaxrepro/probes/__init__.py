@@ -1,0 +1,31 @@
+"""The probe registry: one named collector per source; the name is its key under ``collection.probes``.
+
+Each probe module pairs pure ``parse_*`` functions (tested on real captured output) with a thin
+``collect(ctx) -> Outcome`` that only gathers the text and hands it over.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple
+
+from ..runner import Deriver, Probe
+from . import command, git, python, system
+
+PROBES: Tuple[Probe, ...] = (
+    Probe("command", command.collect),
+    Probe("python", python.collect),
+    Probe("system", system.collect),
+    Probe("git", git.collect),
+)
+
+DERIVERS: Tuple[Deriver, ...] = ()
+
+
+def _check_unique() -> None:
+    names = [p.name for p in PROBES] + [d.name for d in DERIVERS]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:  # pragma: no cover - guards the registry against a copy-paste clash
+        raise RuntimeError("duplicate probe names: %s" % ", ".join(dupes))
+
+
+_check_unique()

@@ -1,0 +1,273 @@
+"""Serialise, fit under the size cap, and write atomically without ever overwriting.
+
+The degradation order, applied one step at a time until the document fits ``MAX_BYTES``:
+
+1. patch bodies leave the document (kept as sidecar files when writing to a directory), keeping
+   their sha256, size and file list;
+2. inline config file contents go, keeping path, size and sha256;
+3. long lists and maps (packages, untracked files, nodes, ...) keep their key entries plus a digest
+   of the full list;
+4. any string over 1 KB is cut to its head with a digest of the whole.
+
+Each step leaves a note in ``collection.truncated``. A write that cannot happen returns a warning,
+never raises, and leaves nothing half-written: the file appears under its final name complete or not
+at all (temp file in the same directory, fsync, then link/rename).
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+MAX_BYTES = 100_000
+
+KEEP_PACKAGES = frozenset({
+    "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "deepspeed",
+    "transformers", "accelerate", "datasets", "numpy", "triton", "apex",
+})
+
+
+@dataclass
+class WriteResult:
+    path: Optional[str] = None
+    sidecars: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+
+
+def jsonable(value: Any, _seen: Optional[set] = None) -> Any:
+    """A JSON-safe copy: non-finite floats become ``"<non-finite:inf>"`` etc., other objects strings."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "<non-finite:%s>" % ("nan" if math.isnan(value) else "inf" if value > 0 else "-inf")
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    seen = _seen if _seen is not None else set()
+    if id(value) in seen:
+        return "<recursive>"
+    if isinstance(value, dict):
+        seen.add(id(value))
+        out = {str(k): jsonable(v, seen) for k, v in value.items()}
+        seen.discard(id(value))
+        return out
+    if isinstance(value, (list, tuple)):
+        seen.add(id(value))
+        out_list = [jsonable(v, seen) for v in value]
+        seen.discard(id(value))
+        return out_list
+    try:
+        return str(value)
+    except Exception:
+        return "<unprintable %s>" % type(value).__name__
+
+
+def serialize(doc: Dict[str, Any]) -> bytes:
+    """Deterministic bytes: sorted keys, one-space indent, UTF-8, trailing newline."""
+    return (json.dumps(jsonable(doc), sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False) + "\n").encode(
+        "utf-8"
+    )
+
+
+# -- fitting under the cap --------------------------------------------------------------------
+
+Step = Callable[[Dict[str, Any], Dict[str, bytes], str], List[str]]
+
+
+def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
+    notes = []
+    code = doc.get("code")
+    if not isinstance(code, dict):
+        return notes
+    for name in sorted(code):
+        repo = code[name]
+        patch = repo.get("patch") if isinstance(repo, dict) else None
+        if not isinstance(patch, dict) or not isinstance(patch.get("text"), str):
+            continue
+        body = patch.pop("text")
+        sidecar = "manifest_%s.%s.patch" % (run_id, _safe_name(name))
+        sidecars[sidecar] = body.encode("utf-8", "surrogateescape")
+        patch["sidecar"] = sidecar
+        patch["inline"] = False
+        notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
+    return notes
+
+
+def _drop_config_contents(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
+    notes = []
+    files = (doc.get("config") or {}).get("files") if isinstance(doc.get("config"), dict) else None
+    if isinstance(files, list):
+        for i, f in enumerate(files):
+            if isinstance(f, dict) and "content" in f:
+                f.pop("content")
+                notes.append("config.files[%d].content dropped" % i)
+    return notes
+
+
+def _shorten_collections(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
+    notes: List[str] = []
+
+    def visit(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            for k in list(node):
+                v = node[k]
+                path = "%s.%s" % (where, k) if where else k
+                if isinstance(v, dict) and len(v) > 64 and all(not isinstance(x, (dict, list)) for x in v.values()):
+                    kept = {n: x for n, x in v.items() if n in KEEP_PACKAGES or n.startswith("nvidia-")}
+                    node[k] = kept
+                    node[k + "_truncated"] = {"count": len(v), "sha256": _digest(v)}
+                    notes.append("%s: kept %d of %d entries (digest of all in %s_truncated)"
+                                 % (path, len(kept), len(v), k))
+                elif isinstance(v, list) and len(v) > 32:
+                    node[k] = v[:16]
+                    node[k + "_truncated"] = {"count": len(v), "sha256": _digest(v)}
+                    notes.append("%s: kept 16 of %d items" % (path, len(v)))
+                else:
+                    visit(v, path)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                visit(v, "%s[%d]" % (where, i))
+
+    for section in sorted(doc):
+        if section != "collection":
+            visit(doc[section], section)
+    return notes
+
+
+def _cut_long_strings(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
+    notes: List[str] = []
+
+    def visit(node: Any, where: str) -> Any:
+        if isinstance(node, str) and len(node) > 1024:
+            notes.append("%s: cut from %d characters" % (where, len(node)))
+            return node[:256] + "<cut: %d chars, sha256 %s>" % (len(node), hashlib.sha256(node.encode()).hexdigest())
+        if isinstance(node, dict):
+            return {k: visit(v, "%s.%s" % (where, k) if where else k) for k, v in node.items()}
+        if isinstance(node, list):
+            return [visit(v, "%s[%d]" % (where, i)) for i, v in enumerate(node)]
+        return node
+
+    for section in sorted(doc):
+        if section != "collection":
+            doc[section] = visit(doc[section], section)
+    return notes
+
+
+DEGRADATION: Tuple[Step, ...] = (_drop_patch_bodies, _drop_config_contents, _shorten_collections, _cut_long_strings)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(jsonable(value), sort_keys=True).encode()).hexdigest()
+
+
+def _safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "repo"
+
+
+def fit(doc: Dict[str, Any], limit: int = MAX_BYTES) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
+    """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars)."""
+    data = serialize(doc)
+    if len(data) <= limit:
+        return data, doc, {}
+    doc = copy.deepcopy(doc)
+    sidecars: Dict[str, bytes] = {}
+    run_id = str(doc.get("run_id", "run"))
+    truncated: List[str] = []
+    for step in DEGRADATION:
+        truncated.extend(step(doc, sidecars, run_id))
+        _note(doc, truncated)
+        data = serialize(doc)
+        if len(data) <= limit:
+            return data, doc, sidecars
+    # Last resort: keep only what identifies the run and says what happened.
+    keep = {k: doc[k] for k in ("schema_version", "run_id", "generated_at") if k in doc}
+    keep.update({k: {} for k in ("command", "code", "config", "environment", "hardware", "runtime", "training")})
+    keep["collection"] = {"truncated": truncated + ["every section dropped: the document stayed over %d bytes" % limit]}
+    return serialize(keep), keep, sidecars
+
+
+def _note(doc: Dict[str, Any], truncated: List[str]) -> None:
+    collection = doc.setdefault("collection", {})
+    if isinstance(collection, dict):
+        collection["truncated"] = list(truncated)
+
+
+# -- atomic, exclusive writes -----------------------------------------------------------------
+
+def write_exclusive(path: str, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically; raise FileExistsError if ``path`` exists.
+
+    The bytes go to a temp file in the same directory, are fsynced, then hard-linked to the final
+    name (atomic and exclusive); a reader never sees a partial file, even if we are SIGKILLed.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".relaxrepro-", suffix=".tmp", dir=directory)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fchmod(fd, mode) if hasattr(os, "fchmod") else None
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+                raise
+            # No hard links here (some FUSE and network filesystems): a checked rename is the best we have.
+            if os.path.lexists(path):
+                raise FileExistsError(errno.EEXIST, "exists", path) from None
+            os.rename(tmp, path)
+            tmp = ""
+        _fsync_dir(directory)
+    finally:
+        if tmp:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _fsync_dir(directory: str) -> None:
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def describe_os_error(exc: BaseException, target: str) -> str:
+    """One line a user understands for a failed write."""
+    code = getattr(exc, "errno", None)
+    reasons = {
+        errno.EACCES: "permission denied",
+        errno.EPERM: "operation not permitted",
+        errno.EROFS: "read-only file system",
+        errno.ENOSPC: "no space left on device",
+        errno.EDQUOT: "disk quota exceeded",
+        errno.EFBIG: "file too large (file-size limit)",
+        errno.ENOENT: "directory does not exist",
+        errno.EISDIR: "is a directory",
+        errno.ENOTDIR: "a path component is not a directory",
+        errno.EEXIST: "already exists",
+    }
+    reason = reasons.get(code) if code is not None else None
+    return "could not write %s: %s" % (target, reason or getattr(exc, "strerror", None) or exc)
