@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command: set up .venv (dev tools, and what the tests need for real: Ray, NCCL/CUDA wheels)
+# then run ruff and the whole pytest suite. Usage: bash tests/run.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+py="${PYTHON:-python3}"
+stamp=.venv/.relaxrepro-stamp
+want="$(cat pyproject.toml tests/requirements*.txt 2>/dev/null | sha256sum | cut -c1-16)"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "tests/run.sh: setting up .venv" >&2
+  "$py" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  for req in tests/requirements*.txt; do
+    [ -f "$req" ] && .venv/bin/python -m pip install -q -r "$req"
+  done
+  echo "$want" > "$stamp"
+fi
+export RAY_USAGE_STATS_ENABLED=0
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"
