@@ -165,9 +165,8 @@ def run_main() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    from .runner import stray_threads
-
-    if stray_threads():
+    runner = sys.modules.get("relaxrepro.runner")  # only when probes ran; keeps --version lean
+    if runner is not None and runner.stray_threads():
         # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it.
         os._exit(code)
     sys.exit(code)

@@ -123,7 +123,7 @@ def check_version(version: Any) -> None:
     if version is None:
         raise ManifestError("missing schema_version", None)
     if not isinstance(version, str):
-        raise ManifestError("Unexpected type %s (expected str)" % _typename(version), "schema_version")
+        raise ManifestError("Unexpected type %s (expected string)" % _typename(version), "schema_version")
     head = version.split(".", 1)[0]
     if not head.isdigit() or "." not in version:
         raise ManifestError("malformed schema_version %r (expected MAJOR.MINOR)" % version)

@@ -1,0 +1,93 @@
+"""The single file: reproducible build, runs on CPython 3.8-3.13, one-line refusal on 3.6/3.7."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import zipfile
+
+import pytest
+
+from tests.conftest import ROOT, clean_env, validate_manifest
+
+
+def _pyenv_python(minor: str):
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = sorted(glob.glob(os.path.join(root, "versions", minor + ".*", "bin", "python" + minor)))
+    if not found:
+        if os.environ.get("CI"):
+            raise AssertionError("CPython %s is missing from pyenv (%s)" % (minor, root))
+        pytest.skip("CPython %s not installed under pyenv" % minor)
+    return found[-1]
+
+
+def _build(out, epoch=None):
+    env = clean_env()
+    if epoch is not None:
+        env["SOURCE_DATE_EPOCH"] = str(epoch)
+    subprocess.run(["bash", str(ROOT / "zipapp.sh"), str(out)], check=True, env=env, capture_output=True)
+    return hashlib.sha256(open(out, "rb").read()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pyz") / "relaxrepro.pyz"
+    _build(out)
+    return out
+
+
+def test_build_is_bit_for_bit_reproducible(tmp_path, pyz):
+    assert _build(tmp_path / "again.pyz") == hashlib.sha256(pyz.read_bytes()).hexdigest()
+    a = _build(tmp_path / "e1.pyz", epoch=1700000000)
+    assert _build(tmp_path / "e2.pyz", epoch=1700000000) == a
+    with zipfile.ZipFile(tmp_path / "e1.pyz") as zf:
+        assert {i.date_time for i in zf.infolist()} == {(2023, 11, 14, 22, 13, 20)}
+
+
+def test_pyz_is_executable_with_env_shebang_and_small(pyz):
+    assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
+    assert os.access(pyz, os.X_OK)
+    assert pyz.stat().st_size <= 150 * 1024
+    with zipfile.ZipFile(pyz) as zf:
+        names = zf.namelist()
+    assert "__main__.py" in names and "relaxrepro/cli.py" in names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+
+
+@pytest.mark.parametrize("minor", ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"])
+def test_generate_runs_on_every_supported_python(tmp_path, pyz, repo, minor):
+    python = _pyenv_python(minor)
+    out = tmp_path / "m.json"
+    env = clean_env()
+    env.pop("PYTHONPATH")
+    res = subprocess.run([python, str(pyz), "generate", "--output", str(out), "--", "python", "train.py"],
+                         cwd=str(repo), env=env, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    doc = json.loads(out.read_text())
+    validate_manifest(doc)
+    assert doc["environment"]["python_version"].startswith(minor + ".")
+    assert doc["code"]["repo"]["commit"]
+
+
+@pytest.mark.parametrize("minor", ["3.6", "3.7"])
+def test_old_python_gets_one_line(pyz, minor):
+    python = _pyenv_python(minor)
+    res = subprocess.run([python, str(pyz), "generate"], capture_output=True, text=True, timeout=30)
+    version = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                             capture_output=True, text=True).stdout.strip()
+    assert res.returncode == 2
+    assert res.stderr == "relaxrepro needs Python 3.8 or newer (found %s)\n" % version
+    assert res.stdout == ""
+
+
+@pytest.mark.parametrize("minor", ["3.6", "3.7"])
+def test_old_python_module_entry_gets_one_line(minor):
+    python = _pyenv_python(minor)
+    env = clean_env()
+    res = subprocess.run([python, "-m", "relaxrepro", "generate"], capture_output=True, text=True, timeout=30, env=env)
+    assert res.returncode == 2 and res.stderr.startswith("relaxrepro needs Python 3.8 or newer (found ")
+    assert res.stderr.count("\n") == 1
