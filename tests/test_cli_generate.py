@@ -125,3 +125,29 @@ def test_command_after_double_dash_is_recorded_not_run(tmp_path):
     doc = generate(tmp_path, command=["touch", str(marker)])
     assert not marker.exists()
     assert doc["command"]["argv"] == ["touch", str(marker)] and doc["command"]["source"] == "cli"
+
+
+def test_process_exits_promptly_when_a_probe_thread_is_stuck(tmp_path):
+    # A probe stuck in pure Python (no subprocess to kill) must not keep the process alive at exit:
+    # this fails if probes ever run in non-daemon or concurrent.futures threads (joined at exit).
+    code = (
+        "import sys, threading\n"
+        "import relaxrepro.probes as reg\n"
+        "from relaxrepro.runner import Probe, Outcome\n"
+        "def stuck(ctx):\n"
+        "    threading.Event().wait()\n"
+        "reg.PROBES = reg.PROBES + (Probe('stuck', stuck),)\n"
+        "from relaxrepro.cli import run_main\n"
+        "sys.argv = ['relaxrepro', 'generate', '--output', sys.argv[1]]\n"
+        "run_main()\n"
+    )
+    import subprocess
+    import sys as _sys
+
+    t0 = time.monotonic()
+    res = subprocess.run([_sys.executable, "-c", code, str(tmp_path / "m.json")], env=clean_env(),
+                         capture_output=True, text=True, timeout=30)
+    assert time.monotonic() - t0 < 10
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["collection"]["probes"]["stuck"]["status"] == "timeout"
