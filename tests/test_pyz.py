@@ -61,7 +61,7 @@ def test_pyz_is_executable_with_env_shebang_and_small(pyz):
 def test_generate_runs_on_every_supported_python(tmp_path, pyz, repo, minor):
     python = _pyenv_python(minor)
     out = tmp_path / "m.json"
-    env = clean_env()
+    env = clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("PYTHONPATH")
     res = subprocess.run([python, str(pyz), "generate", "--output", str(out), "--", "python", "train.py"],
                          cwd=str(repo), env=env, capture_output=True, text=True, timeout=60)
@@ -91,3 +91,41 @@ def test_old_python_module_entry_gets_one_line(minor):
     res = subprocess.run([python, "-m", "relaxrepro", "generate"], capture_output=True, text=True, timeout=30, env=env)
     assert res.returncode == 2 and res.stderr.startswith("relaxrepro needs Python 3.8 or newer (found ")
     assert res.stderr.count("\n") == 1
+
+
+def _run_pyz(pyz, *args, **env_extra):
+    env = clean_env(**env_extra)
+    env.pop("PYTHONPATH")
+    return subprocess.run([os.path.realpath(__import__("sys").executable), str(pyz), *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_pyz_unpacks_once_into_a_private_cache_for_bytecode(tmp_path, pyz):
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        res = _run_pyz(pyz, "generate", "--output-dir", str(tmp_path), RELAXREPRO_CACHE_DIR=str(cache))
+        assert res.returncode == 0, res.stderr
+    (build,) = (cache / "pyz").iterdir()
+    assert (build / ".complete").exists() and (build / "relaxrepro" / "cli.py").exists()
+    assert oct(build.stat().st_mode & 0o777) == "0o700"
+    assert list((build / "relaxrepro" / "__pycache__").glob("cli.*.pyc"))
+
+
+@pytest.mark.parametrize("case", ["unwritable", "foreign-owned", "disabled"])
+def test_pyz_runs_from_the_zip_when_the_cache_is_unusable(tmp_path, pyz, case):
+    cache = tmp_path / "cache"
+    extra = {"RELAXREPRO_CACHE_DIR": str(cache)}
+    if case == "unwritable":
+        cache.write_text("a file where the cache directory should be")
+    elif case == "foreign-owned":
+        res = _run_pyz(pyz, "--version", **extra)
+        (build,) = (cache / "pyz").iterdir()
+        (build / "relaxrepro" / "cli.py").write_text("raise SystemExit('planted code ran')\n")
+        os.chown(build, 12345, 12345)
+    else:
+        extra["RELAXREPRO_NO_CACHE"] = "1"
+    res = _run_pyz(pyz, "generate", "--output-dir", str(tmp_path), **extra)
+    assert res.returncode == 0 and "planted" not in res.stderr, res.stderr
+    assert res.stdout.strip().endswith(".json")
+    if case == "disabled":
+        assert not cache.exists()
