@@ -73,7 +73,8 @@ def fake_smi(bindir: Path, answers: Dict[str, Answer], name: str = "nvidia-smi",
             body = "/bin/cat %s" % shlex.quote(str(answer))
         else:
             body = answer
-        lines.append("  %s)\n    %s\n    exit %d ;;" % (pattern, body, rc))
+        quoted = "*".join('"%s"' % part for part in pattern.split("*"))  # '*' stays a glob
+        lines.append("  %s)\n    %s\n    exit %d ;;" % (quoted, body, rc))
     lines.append("  *) exit 2 ;;")
     lines.append("esac")
     return fake_tool(bindir, name, "\n".join(lines) + "\n")
