@@ -22,7 +22,13 @@ TELEGRAF_2018_FIELDS = ("fan.speed", "memory.total", "memory.used", "memory.free
 
 
 def _csv(path: Path) -> dict:
-    fields = TELEGRAF_2018_FIELDS if path.name.startswith("telegraf-2018") else None
+    fields = None  # the header names them
+    if path.name.startswith("telegraf-2018"):
+        fields = TELEGRAF_2018_FIELDS
+    elif path.name.endswith("__basic.noheader.csv"):  # tools/capture_fixtures.py
+        fields = nvidia.BASIC_QUERY_FIELDS
+    elif path.name.endswith(".noheader.csv"):
+        fields = nvidia.QUERY_FIELDS
     return nvidia.parse_query_csv(read(path), fields)
 
 
