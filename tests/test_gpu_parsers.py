@@ -266,3 +266,12 @@ def test_summary_fields() -> None:
     nvidia.summarize(hw)
     assert hw["gpu_model"] == "mixed: NVIDIA T1000, Tesla V100-PCIE-16GB"
     assert hw["gpu_memory_gb"] == 4.0
+
+
+@pytest.mark.parametrize("folder", ["nvidia", "rocm"])
+def test_every_fixture_has_a_source_line(folder: str) -> None:
+    base = NVIDIA.parent / folder
+    sources = (base / "SOURCES.md").read_text()
+    files = [p for p in base.rglob("*") if p.is_file() and p.suffix != ".json" and p.name != "SOURCES.md"]
+    assert files
+    assert [p.name for p in files if p.name not in sources] == []

@@ -126,9 +126,9 @@ def _int(value: Optional[str]) -> Optional[int]:
 
 
 def _mode(value: Optional[str]) -> Optional[str]:
-    """"Enabled"/"Disabled" as lower case; None for N/A (GPUs without MIG)."""
-    text = _clean(value)
-    return text.lower() if text else None
+    """MIG mode "Enabled"/"Disabled" as lower case; None for N/A (GPUs without MIG) or anything else."""
+    text = (_clean(value) or "").lower()
+    return text if text in ("enabled", "disabled") else None
 
 
 def _compute_capability(value: Optional[str]) -> Optional[str]:
@@ -404,9 +404,7 @@ def parse_table(text: str) -> Dict[str, Any]:
                 current["memory_total_mib"] = int(mem.group(2))
         elif row_line == 3:
             last = line.rstrip().rstrip("|").rsplit("|", 1)[-1].strip()
-            mode = _mode(last)
-            if mode in ("enabled", "disabled"):
-                current["mig_mode"] = mode
+            _put(current, "mig_mode", _mode(last))
     if gpus:
         out["gpus"] = gpus
         out["gpu_count"] = len(gpus)
