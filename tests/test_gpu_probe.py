@@ -73,6 +73,26 @@ def test_generate_records_mig_gpu_schema_valid(tmp_path: Path) -> None:
     assert "cuda_version" not in hw and "nccl_version" not in hw  # the CUDA/NCCL probe's fields
 
 
+def test_mig_profiles_come_from_list(tmp_path: Path) -> None:
+    # Only -L names MIG profiles; they are merged into the XML's MIG devices by index. (The two
+    # captures come from different MIG machines; the merge only needs matching indices.)
+    bindir = tmp_path / "bin"
+    fake_smi(bindir, {"-q -x": XML_A100_MIG,
+                      "-L": NVIDIA / "list" / "nvidia_gpu_exporter__testdata_list_gpus_8xH100_MIG.txt"})
+    migs = nvidia.collect(_ctx(bindir)).data["hardware"]["gpus"][0]["mig_devices"]
+    assert [(d["index"], d["profile"], d["memory_total_mib"]) for d in migs] == [(0, "1g.10gb", 19968),
+                                                                                 (1, "1g.10gb", 19968)]
+    assert migs[0]["uuid_hash"] == nvidia.uuid_hash("MIG-4d0efb7d-0970-51d9-b761-0686be6b8af3")
+
+
+def test_nvidia_smi_off_path_in_the_wsl_location(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    fake_smi(root / "usr/lib/wsl/lib", {"-q -x": NVIDIA / "xml" / "netdata__rtx-2080-win.xml"})
+    (tmp_path / "empty").mkdir()
+    hw = nvidia.collect(_ctx(tmp_path / "empty", root=root)).data["hardware"]
+    assert hw["gpu_model"] == "NVIDIA GeForce RTX 2080" and hw["driver_version"] == "516.59"
+
+
 def test_csv_fallback_when_xml_is_garbage(tmp_path: Path) -> None:
     csv_file = NVIDIA / "csv" / (H100_MIG + "__idle.txt")
     bindir = tmp_path / "bin"

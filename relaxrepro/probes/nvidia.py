@@ -1,11 +1,12 @@
 """GPUs: NVIDIA through ``nvidia-smi`` (and ``/proc/driver/nvidia``), AMD through :mod:`.rocm`.
 
 Sources, best first: ``nvidia-smi -q -x``; ``--query-gpu=... --format=csv,noheader,nounits``
-(run alongside, it also gives the compute capability the XML lacks); ``nvidia-smi -L``; the default
-table; ``/proc/driver/nvidia/version``. ``nvidia-smi topo -m`` runs alongside the main call and is
-kept when it answers within the budget. Every ``parse_*`` function is pure and tested on real
-captures under ``tests/fixtures/nvidia/``; none of them raises on garbage, they return what they
-could read (an empty dict at worst).
+(it also gives the compute capability the XML lacks); ``nvidia-smi -L`` (the only source of MIG
+profile names); the default table; ``/proc/driver/nvidia/version``. The first three and
+``nvidia-smi topo -m`` run concurrently; the topology is kept when it answers within the budget.
+
+Every ``parse_*`` function is pure and tested on real captures under ``tests/fixtures/nvidia/``;
+none of them raises on garbage, they return what they could read (an empty dict at worst).
 
 UUIDs never reach the manifest: each is replaced by ``uuid_hash`` (sha256, first 16 hex), enough
 to tell "same GPU" across runs without publishing an identifier.
@@ -34,6 +35,13 @@ QUERY_FIELDS: Tuple[str, ...] = (
 
 BASIC_QUERY_FIELDS: Tuple[str, ...] = ("index", "name", "uuid", "memory.total", "pci.bus_id", "driver_version")
 """Fields every driver since the 3xx series answers: the retry when a field is refused."""
+
+SMI_PLACES: Tuple[str, ...] = (
+    "/usr/bin/nvidia-smi",
+    "/usr/lib/wsl/lib/nvidia-smi",  # WSL 2: the Windows driver's copy, not always on PATH
+    "/usr/local/nvidia/bin/nvidia-smi",  # GKE and other Kubernetes device plugins mount it here
+)
+"""Where nvidia-smi is when a job's PATH (SLURM, cron, a minimal container) lacks it."""
 
 PROC_VERSION = "/proc/driver/nvidia/version"
 PROC_GPUS = "/proc/driver/nvidia/gpus"
@@ -673,12 +681,39 @@ def _raw_uuids(*texts: str) -> List[str]:
     return sorted(set(re.findall(r"\bGPU-[0-9a-fA-F-]{8,}", "\n".join(texts))))
 
 
+def find_smi(ctx: Context) -> Optional[str]:
+    """nvidia-smi on the context's PATH, else where drivers put it off PATH (under ctx.root)."""
+    found = ctx.which(SMI)
+    if found:
+        return found
+    for place in SMI_PLACES:
+        path = ctx.path(place)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _merge_mig(gpus: List[Dict[str, Any]], listed: List[Dict[str, Any]]) -> None:
+    """MIG profiles ("3g.40gb") and MIG UUID hashes exist only in ``-L``: add them by index."""
+    for gpu in gpus:
+        other = next((g for g in listed if g.get("index") == gpu.get("index")), None)
+        if other is None or not gpu.get("mig_devices"):
+            continue
+        for dev in gpu["mig_devices"]:
+            match = next((d for d in other.get("mig_devices", []) if d.get("index") == dev.get("index")), None)
+            if match:
+                for key in ("profile", "uuid_hash"):
+                    if key in match:
+                        dev.setdefault(key, match[key])
+
+
 def collect(ctx: Context) -> Outcome:
     """The ``gpu`` probe: NVIDIA first, AMD (``amd-smi``/``rocm-smi``) when there is no NVIDIA."""
     out = Outcome()
     proc_text = ctx.read_text(PROC_VERSION)
     proc_info = parse_proc_version(proc_text) if proc_text else {}
-    if ctx.which(SMI) is None:
+    smi = find_smi(ctx)
+    if smi is None:
         if proc_info:
             return _from_proc(ctx, out, proc_info, "nvidia-smi not found on PATH")
         from . import rocm
@@ -688,13 +723,14 @@ def collect(ctx: Context) -> Outcome:
             return amd
         return Outcome(status="absent", warnings=["no GPU tool found (nvidia-smi, amd-smi, rocm-smi)"])
 
-    budget = ctx.budget()
-    first = max(budget * _MAIN_SHARE, 0.0)
-    query = "--query-gpu=" + ",".join(QUERY_FIELDS)
+    # One concurrent round: each call costs nvidia-smi's start-up (NVML init, up to seconds on a
+    # node without persistence mode), so waiting for them in turn would spend the budget twice.
+    first = max(ctx.budget() * _MAIN_SHARE, 0.0)
     results = _run_all(ctx, {
-        "xml": [SMI, "-q", "-x"],
-        "csv": [SMI, query, "--format=csv,noheader,nounits"],
-        "topo": [SMI, "topo", "-m"],
+        "xml": [smi, "-q", "-x"],
+        "csv": [smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits"],
+        "list": [smi, "-L"],
+        "topo": [smi, "topo", "-m"],
     }, first)
     texts: List[str] = []
     for res in results.values():
@@ -702,13 +738,13 @@ def collect(ctx: Context) -> Outcome:
 
     hw: Dict[str, Any] = {}
     xml = parse_smi_xml(results["xml"].stdout)
+    listed = parse_list(results["list"].stdout)
     csv_res = results["csv"]
     csv_data = parse_query_csv(csv_res.stdout, QUERY_FIELDS)
     if not csv_data.get("gpus") and "not a valid field" in (csv_res.stdout + csv_res.stderr).lower() \
             and not xml.get("gpus") and ctx.budget() > 0.2:
         # Drivers before 510 refuse compute_cap, before 450 mig.mode.current: ask the basic set.
-        basic = "--query-gpu=" + ",".join(BASIC_QUERY_FIELDS)
-        csv_res = ctx.run([SMI, basic, "--format=csv,noheader,nounits"])
+        csv_res = ctx.run([smi, "--query-gpu=" + ",".join(BASIC_QUERY_FIELDS), "--format=csv,noheader,nounits"])
         texts.extend([csv_res.stdout, csv_res.stderr])
         csv_data = parse_query_csv(csv_res.stdout, BASIC_QUERY_FIELDS)
 
@@ -716,24 +752,23 @@ def collect(ctx: Context) -> Outcome:
         hw.update(xml)
         hw["gpu_source"] = "nvidia-smi -q -x"
         _merge_gpus(hw["gpus"], csv_data.get("gpus") or [], ("compute_capability",))
+        _merge_mig(hw["gpus"], listed.get("gpus") or [])
     elif csv_data.get("gpus"):
         hw.update(csv_data)
         hw["gpu_source"] = "nvidia-smi --query-gpu"
+        if listed.get("gpus"):
+            _merge_gpus(hw["gpus"], listed["gpus"], ("mig_devices",))
         if ctx.budget() > 0.2:
-            ver = ctx.run([SMI, "--version"])
+            # The CSV has no field for the driver's CUDA version; --version (5xx+) has it.
+            ver = ctx.run([smi, "--version"])
             texts.append(ver.stdout)
             for key, value in parse_version(ver.stdout).items():
                 if key != "smi_version":
                     hw.setdefault(key, value)
     else:
-        listed: Dict[str, Any] = {}
-        if ctx.budget() > 0.2:
-            res = ctx.run([SMI, "-L"])
-            texts.extend([res.stdout, res.stderr])
-            listed = parse_list(res.stdout)
         table: Dict[str, Any] = {}
         if ctx.budget() > 0.2:
-            res = ctx.run([SMI])
+            res = ctx.run([smi])
             texts.extend([res.stdout, res.stderr])
             table = parse_table(res.stdout)
         if listed.get("gpus"):
