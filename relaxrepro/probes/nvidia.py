@@ -47,7 +47,7 @@ PROC_VERSION = "/proc/driver/nvidia/version"
 PROC_GPUS = "/proc/driver/nvidia/gpus"
 
 _MAIN_SHARE = 0.75
-"""Share of the probe budget the concurrent first round (-q -x, CSV, topo) may use; the rest is
+"""Share of the probe budget the concurrent first round (-q -x, CSV, -L, topo) may use; the rest is
 left for the fallbacks, so one hung nvidia-smi does not cost every later source."""
 
 # Values nvidia-smi prints for "no value". "[Requested functionality has been deprecated]" is the
