@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, git, python, system
+from . import command, git, nvidia, python, system
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
     Probe("python", python.collect),
     Probe("system", system.collect),
     Probe("git", git.collect),
+    Probe("gpu", nvidia.collect),
 )
 
 DERIVERS: Tuple[Deriver, ...] = ()
