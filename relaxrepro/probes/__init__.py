@@ -9,16 +9,21 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, git, python, system
+from . import command, container, cuda, git, packages, python, system
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
     Probe("python", python.collect),
     Probe("system", system.collect),
     Probe("git", git.collect),
+    Probe("packages", packages.collect),
+    Probe("cuda", cuda.collect),
+    Probe("container", container.collect),
 )
 
-DERIVERS: Tuple[Deriver, ...] = ()
+DERIVERS: Tuple[Deriver, ...] = (
+    Deriver("cuda-consistency", cuda.derive),
+)
 
 
 def _check_unique() -> None:
