@@ -122,6 +122,9 @@ def _strip_wrappers(args: List[str]) -> List[str]:
     """Drop ``env VAR=x -u NAME``, ``nohup``, ``numactl --cpunodebind=0`` and the like."""
     while args:
         name = os.path.basename(args[0])
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", args[0]):
+            args = args[1:]  # `VAR=x python …`, as a shell would have it in a recorded string command
+            continue
         if name == "env":
             args = args[1:]
             while args and (args[0].startswith("-") or "=" in args[0]):
@@ -134,9 +137,6 @@ def _strip_wrappers(args: List[str]) -> List[str]:
                 args = args[1:]
             continue
         break
-    # A bare `VAR=x python …` as a shell would have it in a recorded string command.
-    while args and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", args[0]):
-        args = args[1:]
     return args
 
 
