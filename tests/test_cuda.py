@@ -4,7 +4,6 @@ nvcc and ldconfig through fake executables, NGC variables, torch's build tag, an
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, clean_env, fake_tool, generate
@@ -54,9 +53,10 @@ def test_parse_nvcc_real_outputs(path):
 
 
 def test_parse_ldconfig_real_outputs():
-    nccl = cuda.parse_ldconfig((FIXTURES / "cuda" / "ldconfig" / "nccl-issue1991__ldconfig_p_grep_nccl.txt").read_text())
+    ldconfig = FIXTURES / "cuda" / "ldconfig"
+    nccl = cuda.parse_ldconfig((ldconfig / "nccl-issue1991__ldconfig_p_grep_nccl.txt").read_text())
     assert nccl == {"libnccl.so.2": ["/lib/x86_64-linux-gnu/libnccl.so.2"]}
-    deb = cuda.parse_ldconfig((FIXTURES / "cuda" / "ldconfig" / "debian12-cuda13__ldconfig_p_grep.txt").read_text())
+    deb = cuda.parse_ldconfig((ldconfig / "debian12-cuda13__ldconfig_p_grep.txt").read_text())
     assert deb["libcudart.so.13"] == ["/usr/local/cuda-13.0/lib/libcudart.so.13"]
     assert cuda.parse_ldconfig("garbage\n\n1234 libs found in cache\n") == {}
 

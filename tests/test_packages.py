@@ -141,3 +141,19 @@ def test_generate_lists_the_training_interpreters_real_wheels(tmp_path):
     env = doc["environment"]
     assert env["key_packages"] == {"nvidia-cuda-runtime-cu12": "12.9.79", "nvidia-nccl-cu12": "2.32.3"}
     assert doc["collection"]["probes"]["packages"]["status"] == "ok"
+
+
+def test_version_after_a_kilobyte_of_headers(tmp_path):
+    site = tmp_path / "site"
+    meta = "Metadata-Version: 2.1\nName: late\n" + "Classifier: Topic :: Scientific/Engineering\n" * 60
+    add_dist(site, "late", None, dirname="late-3.2.1.dist-info", metadata=meta + "Version: 3.2.1\n\nbody\n")
+    assert _collect(tmp_path, site).data["environment"]["packages"] == {"late": "3.2.1"}
+
+
+def test_generate_with_two_thousand_distributions_fits_the_cap(tmp_path):
+    site = fake_site(tmp_path / "site", 2000)
+    env = clean_env()
+    env["PYTHONPATH"] += ":" + str(site)
+    doc = generate(tmp_path, env=env)
+    assert doc["environment"]["packages_count"] >= 2000
+    assert doc["collection"]["probes"]["packages"]["status"] == "ok"

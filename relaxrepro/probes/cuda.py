@@ -186,7 +186,9 @@ def _sort_libs(paths: List[str]) -> List[str]:
     return [p for p in paths if not p.endswith(".a") and "stubs" not in p]
 
 
-def search(ctx: Context, interp: interpreter.Interpreter, ldconfig: Optional[Dict[str, List[str]]]) -> Dict[str, List[str]]:
+def search(
+    ctx: Context, interp: interpreter.Interpreter, ldconfig: Optional[Dict[str, List[str]]]
+) -> Dict[str, List[str]]:
     """Candidate library paths per kind, in the order the training would most likely load them."""
     dirs: List[str] = []
     for site in interp.site_dirs:
@@ -334,7 +336,8 @@ def collect(ctx: Context) -> Outcome:
         if decoded.get(kind):
             hardware[field_name], sources[field_name] = decoded[kind], "lib%s (%s)" % (kind, fn)
         elif ngc_version(ngc.get(env_name)):
-            hardware[field_name], sources[field_name] = ngc_version(ngc.get(env_name)), env_name + " (image environment)"
+            hardware[field_name] = ngc_version(ngc.get(env_name))
+            sources[field_name] = env_name + " (image environment)"
     if sources:
         cuda["sources"] = sources
     if cuda:

@@ -19,8 +19,9 @@ from .. import interpreter
 from ..context import Context
 from ..runner import Outcome
 
-_HEADER_BYTES = 8192
-"""Name and Version are the first header lines; never read a long description."""
+_HEADER_BYTES = 1024
+"""Name and Version are the first header lines: read 1 KB, more only when the headers go on."""
+_MORE_BYTES = 65536
 
 _MAX_WARNINGS = 10
 
@@ -42,21 +43,16 @@ def normalize(name: str) -> str:
 
 def parse_metadata(text: str) -> Tuple[Optional[str], Optional[str]]:
     """``(Name, Version)`` from the RFC 822 headers of METADATA / PKG-INFO (stops at the body)."""
-    name = version = None
-    for line in text.splitlines():
-        if not line.strip():
-            break  # end of headers
-        key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        key = key.strip().lower()
-        if key == "name" and name is None:
-            name = value.strip() or None
-        elif key == "version" and version is None:
-            version = value.strip() or None
-        if name and version:
-            break
-    return name, version
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    head = text.split("\n\n", 1)[0]
+    name = _NAME_RE.search(head)
+    version = _VERSION_RE.search(head)
+    return (name.group(1).strip() or None) if name else None, (version.group(1).strip() or None) if version else None
+
+
+_NAME_RE = re.compile(r"^name[ \t]*:(.*)$", re.MULTILINE | re.IGNORECASE)
+_VERSION_RE = re.compile(r"^version[ \t]*:(.*)$", re.MULTILINE | re.IGNORECASE)
 
 
 def strip_credentials(url: str) -> str:
@@ -134,7 +130,7 @@ def scan(dirs: List[str]) -> Tuple[Dict[str, Distribution], List[str]]:
         except OSError:
             continue
         for entry in entries:
-            dist = _read_dist(entry, warnings)
+            dist = _read_dist(entry, directory, warnings)
             if dist is None:
                 continue
             key = normalize(dist.name)
@@ -143,34 +139,39 @@ def scan(dirs: List[str]) -> Tuple[Dict[str, Distribution], List[str]]:
     return found, warnings
 
 
-def _read_dist(entry: "os.DirEntry[str]", warnings: List[str]) -> Optional[Distribution]:
+def _read_dist(entry: "os.DirEntry[str]", location: str, warnings: List[str]) -> Optional[Distribution]:
     name = entry.name
+    # String concatenation, not os.path.join: this runs once per distribution (2,000 in big envs).
     if name.endswith(".dist-info"):
-        meta_path, is_dir = os.path.join(entry.path, "METADATA"), True
+        meta_path, is_dir = entry.path + "/METADATA", True
     elif name.endswith(".egg-info"):
         try:
             is_dir = entry.is_dir()
         except OSError:
             is_dir = False
-        meta_path = os.path.join(entry.path, "PKG-INFO") if is_dir else entry.path
+        meta_path = entry.path + "/PKG-INFO" if is_dir else entry.path
     else:
         return None
     text = _read_head(meta_path)
     if text is None:
         warnings.append("%s: metadata unreadable or missing; skipped" % entry.path)
         return None
-    dist_name, version = parse_metadata(text)
+    full = len(text) >= _HEADER_BYTES
+    # Name and Version open the headers; a cut-off last line must not yield half a version.
+    dist_name, version = parse_metadata(text[:text.rfind("\n") + 1] if full else text)
+    if full and not (dist_name and version):
+        dist_name, version = parse_metadata(_read_head(meta_path, _MORE_BYTES) or "")
     if not dist_name or not version:
         warnings.append("%s: metadata without %s; skipped" % (entry.path, "Name" if not dist_name else "Version"))
         return None
     direct = None
     if is_dir:
-        raw = _read_head(os.path.join(entry.path, "direct_url.json"), limit=65536)
+        raw = _read_head(entry.path + "/direct_url.json", limit=_MORE_BYTES)
         if raw is not None:
             direct = parse_direct_url(raw)
             if direct is None:
                 warnings.append("%s: direct_url.json is not valid PEP 610 JSON; ignored" % entry.path)
-    return Distribution(dist_name, version, os.path.dirname(entry.path), direct)
+    return Distribution(dist_name, version, location, direct)
 
 
 def digest(packages: Dict[str, str]) -> str:
