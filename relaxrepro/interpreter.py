@@ -25,6 +25,9 @@ _SITE_CODE = "import json, sys; print(json.dumps({'version': '%d.%d.%d' % sys.ve
 _PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?(?:-dbg)?(?:\.exe)?$")
 """``python``, ``python3``, ``python3.11``, ``pypy3.10``: what a shell runs as an interpreter."""
 
+_MPI_LAUNCHERS = {"srun", "mpirun", "mpiexec", "horovodrun", "prterun"}
+"""Launchers that take their own options, then run a command on each rank: ``srun -N2 python train.py``."""
+
 _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "ionice", "numactl", "taskset", "chrt"}
 """Wrappers that run the rest of the command unchanged (their own options are skipped)."""
 
@@ -109,6 +112,12 @@ def from_command(ctx: Context, argv: Sequence[str], notes: List[str]) -> Optiona
         inner = from_command(ctx, args[args.index("--") + 1:], notes)
         if inner is not None:
             return inner
+    if name in _MPI_LAUNCHERS:
+        # Their options may take values (`-np 8`), so the first python-named word is the command.
+        for i, word in enumerate(args[1:], 1):
+            if _PYTHON_NAME.match(os.path.basename(word)):
+                return from_command(ctx, args[i:], notes)
+        return None
     exe = _find(ctx, head)
     if exe is None:
         return None

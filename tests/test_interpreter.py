@@ -33,7 +33,9 @@ def venv_python(tmp_path: Path) -> str:
     ["env", "CUDA_VISIBLE_DEVICES=0", "-u", "OMP_NUM_THREADS", "{py}", "train.py"],
     ["OMP_NUM_THREADS=4", "nohup", "{py}", "train.py"],
     ["numactl", "--cpunodebind=0", "{py}", "train.py"],
-], ids=["python-script", "python-m", "env-assignments", "bare-assignment-nohup", "numactl"])
+    ["srun", "-N", "2", "--gpus-per-node=8", "{py}", "train.py"],
+    ["mpirun", "-np", "8", "-x", "NCCL_DEBUG=INFO", "{py}", "-u", "train.py"],
+], ids=["python-script", "python-m", "env-assignments", "bare-assignment-nohup", "numactl", "srun", "mpirun"])
 def test_interpreter_named_by_the_command(tmp_path, venv_python, argv):
     ctx = make_ctx(tmp_path, argv=[a.format(py=venv_python) for a in argv])
     got = interpreter.resolve(ctx)
