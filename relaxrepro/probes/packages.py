@@ -45,10 +45,26 @@ def parse_metadata(text: str) -> Tuple[Optional[str], Optional[str]]:
     """``(Name, Version)`` from the RFC 822 headers of METADATA / PKG-INFO (stops at the body)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
+    name = version = None
+    # Fast path: both open the headers (lines 2 and 3 as every build backend writes them).
+    for line in text.split("\n", 8)[:8]:
+        if not line:
+            break  # end of headers
+        key = line[:8].lower()
+        if key.startswith("name:") and name is None:
+            name = line[5:].strip() or None
+        elif key == "version:" and version is None:
+            version = line[8:].strip() or None
+        if name and version:
+            return name, version
     head = text.split("\n\n", 1)[0]
-    name = _NAME_RE.search(head)
-    version = _VERSION_RE.search(head)
-    return (name.group(1).strip() or None) if name else None, (version.group(1).strip() or None) if version else None
+    m_name = _NAME_RE.search(head) if name is None else None
+    m_version = _VERSION_RE.search(head) if version is None else None
+    if m_name:
+        name = m_name.group(1).strip() or None
+    if m_version:
+        version = m_version.group(1).strip() or None
+    return name, version
 
 
 _NAME_RE = re.compile(r"^name[ \t]*:(.*)$", re.MULTILINE | re.IGNORECASE)
