@@ -18,8 +18,10 @@ from typing import List, Optional, Sequence, Tuple
 
 from .context import Context
 
-_SITE_CODE = "import json, sys; print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], " \
-             "'implementation': sys.implementation.name, 'executable': sys.executable, 'prefix': sys.prefix, " \
+# Runs in the training interpreter, whatever its age: no f-strings, and Python 2 has no sys.implementation.
+_SITE_CODE = "import json, platform, sys; print(json.dumps({'version': '%d.%d.%d' % tuple(sys.version_info[:3]), " \
+             "'implementation': getattr(getattr(sys, 'implementation', None), 'name', None) " \
+             "or platform.python_implementation().lower(), 'executable': sys.executable, 'prefix': sys.prefix, " \
              "'base_prefix': getattr(sys, 'base_prefix', sys.prefix), 'path': sys.path}))"
 
 _PYTHON_NAME = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)*)?(?:-dbg)?(?:\.exe)?$")

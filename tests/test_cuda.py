@@ -224,3 +224,13 @@ def test_deriver_writes_into_the_document(tmp_path):
     out = cuda.derive(doc, make_ctx(tmp_path))
     assert out.data["hardware"]["cuda"]["disagreements"][0].startswith("CUDA runtime library 12.9 is newer")
     assert cuda.derive({"hardware": {}}, make_ctx(tmp_path)) is None
+
+
+def test_generate_records_sources_and_disagreements(tmp_path):
+    env = clean_env(CUDA_VERSION="12.4.1", NCCL_VERSION="2.21.5-1")
+    doc = generate(tmp_path, "--python", cuda_python(), env=env)
+    hw = doc["hardware"]
+    assert (hw["cuda_version"], hw["nccl_version"]) == ("12.9", "2.32.3")  # the libraries beat the image's claims
+    assert hw["cuda"]["sources"]["nccl_version"] == "libnccl (ncclGetVersion)"
+    assert "CUDA runtime library 12.9 differs from image CUDA_VERSION 12.4" in hw["cuda"]["disagreements"]
+    assert doc["collection"]["probes"]["cuda-consistency"]["status"] == "ok"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -133,3 +134,13 @@ def test_generate_with_a_missing_python_option_still_writes(tmp_path):
     assert py["source"] == "option" and "version" not in py
     assert doc["collection"]["probes"]["python"]["status"] == "partial"
     assert "not found" in doc["collection"]["probes"]["python"]["warnings"][0]
+
+
+def test_an_old_training_interpreter_is_described_too(tmp_path):
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    old = next(iter(sorted(pyenv.glob("versions/2.7*/bin/python2.7"))), None) or shutil.which("python2.7")
+    if old is None:
+        pytest.skip("no Python 2.7 here to stand in for a legacy training interpreter")
+    got = interpreter.resolve(make_ctx(tmp_path, argv=[str(old), "train.py"]))
+    assert (got.source, got.version, got.implementation) == ("command", "2.7.18", "cpython")
+    assert got.site_dirs
