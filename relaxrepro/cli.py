@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--all-ranks", action="store_true",
                      help="write on every rank (default: only rank 0 by RANK, else SLURM_PROCID)")
     gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")
+    gen.add_argument("--python", metavar="PATH",
+                     help="the training interpreter (default: from COMMAND, e.g. its python or launcher's shebang)")
     return parser
 
 
@@ -134,7 +136,8 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     from . import manifest
     from .context import Context
 
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none")
+    options = {"python": args.python} if args.python else {}
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
     doc = manifest.build(ctx, run_id=args.run_id)
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, git, nvidia, python, system
+from . import command, container, cuda, git, nvidia, packages, python, system
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
@@ -17,9 +17,14 @@ PROBES: Tuple[Probe, ...] = (
     Probe("system", system.collect),
     Probe("git", git.collect),
     Probe("gpu", nvidia.collect),
+    Probe("packages", packages.collect),
+    Probe("cuda", cuda.collect),
+    Probe("container", container.collect),
 )
 
-DERIVERS: Tuple[Deriver, ...] = ()
+DERIVERS: Tuple[Deriver, ...] = (
+    Deriver("cuda-consistency", cuda.derive),
+)
 
 
 def _check_unique() -> None:
