@@ -215,7 +215,7 @@ _URL_TOKEN_USER_RE = re.compile(r"(?i)\b(https?://)([^\s/@:\"'<>]{20,})@")
 _AUTH_RE = re.compile(
     r"(?i)\b((?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?)"
     r"(?:(basic|bearer|token|digest|negotiate)[ \t]+)?([^\s\"',;]+)")
-_BEARER_RE = re.compile(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([A-Za-z0-9._~+/=-]{8,})")
+_BEARER_RE = re.compile(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\]<>]{8,})")
 
 # -- name = value inside text ---------------------------------------------------------------------
 
@@ -499,7 +499,7 @@ class Redactor:
         if kind == _ADDRESS and any(c.isspace() for c in value):
             return None
         start, end = m.start(group), m.end(group)
-        if group == "v" and ":" in m.group("sep") and kind in (_SECRET, _WEAK):
+        if group == "v" and ":" in m.group("sep") and kind in (_SECRET, _WEAK) and not _is_inert(value):
             # YAML ``password: two words  # note``: the value runs to the end of the line or a comment.
             s = m.string
             eol = s.find("\n", end)
