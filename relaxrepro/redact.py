@@ -142,7 +142,7 @@ def _classify(name: str) -> int:
 _BENIGN_VALUES = frozenset(
     "true false yes no none null nil auto local required optional on off env file prompt bearer basic token "
     "digest default unset disabled enabled".split())
-_MASKED_RE = re.compile(r"\S{0,4}\*\*\*")
+_MASKED_RE = re.compile(r"[^\s*]{0,4}\*\*\*")
 
 
 def _is_inert(value: str) -> bool:
@@ -171,7 +171,10 @@ def _looks_credential(value: str) -> bool:
 
 def mask(value: str) -> str:
     """``wandb_v1_...`` -> ``wand***``: at most 4 characters kept, none of a short value."""
-    return (value[:4] if len(value) >= 16 else "") + MASK
+    head = value[:4] if len(value) >= 16 else ""
+    if any(c.isspace() or c == "*" for c in head):
+        head = ""  # a mask must read as a mask on the next pass (idempotence)
+    return head + MASK
 
 
 # -- shapes -------------------------------------------------------------------------------------
