@@ -177,6 +177,15 @@ def mask(value: str) -> str:
     return head + MASK
 
 
+def _name_mask(value: str) -> str:
+    """A value found by its name keeps a prefix only when that prefix names a vendor (``ghp_***``).
+
+    A password or a legacy 40-hex W&B key has no such prefix: its first characters would tell a reader
+    nothing but a part of the secret, and scanners (detect-secrets' keyword rule) rightly flag them.
+    """
+    return mask(value) if _SHAPE_RE.match(value.strip()) else MASK
+
+
 # -- shapes -------------------------------------------------------------------------------------
 
 _SHAPES = [
@@ -349,11 +358,11 @@ class Redactor:
             if _is_path(value):
                 return value, False
             self._count(rule)
-            return mask(value), True
+            return _name_mask(value), True
         if kind == _WEAK:
             if _looks_credential(value):
                 self._count(rule)
-                return mask(value), True
+                return _name_mask(value), True
             return value, False
         if kind == _USER:
             if value.lower() in ("root",):
@@ -636,7 +645,7 @@ class Redactor:
         if isinstance(obj, str):
             if secret and not _is_inert(obj):  # everything under "credentials": {...}
                 self._count("secret-name")
-                return mask(obj)
+                return _name_mask(obj)
             return self.text(obj, key)
         if obj is None or isinstance(obj, (bool, int, float)):
             return obj

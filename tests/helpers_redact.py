@@ -6,6 +6,7 @@ carries a string that looks like a live secret (scanners run over it too).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import random
@@ -32,9 +33,14 @@ def _b64url(seed: str, n: int) -> str:
     return _rand(seed, ALNUM + "-_", n)
 
 
+def _b64json(obj: Dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
 def fakes() -> Dict[str, str]:
     """One fake value per shape, named after the kind of credential."""
-    jwt = ("ey" + "J" + _b64url("jh", 30) + "." + "ey" + "J" + _b64url("jp", 60) + "." + _b64url("js", 43))
+    claims = {"sub": _rand("sub", ALNUM, 12), "iat": 1700000000}
+    jwt = _b64json({"alg": "HS256", "typ": "JWT"}) + "." + _b64json(claims) + "." + _b64url("js", 43)
     return {
         "github-classic": "gh" + "p_" + _rand("ghp", ALNUM, 36),
         "github-oauth": "gh" + "o_" + _rand("gho", ALNUM, 36),
