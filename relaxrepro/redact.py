@@ -115,6 +115,8 @@ def _classify(name: str) -> int:
             return _ADDRESS
         return _NONE
     for w in words:
+        if w == "pass" and w != last:
+            continue  # DB_PASS and --pass are passwords; pass@1 / pass_at_k are eval metrics
         if w in _STRONG_WORDS or (w.startswith("pass") and w[4:] in ("word", "wd", "phrase", "words")):
             return _SECRET
         if w.startswith("auth") and not w.startswith("author"):  # auth, authtoken, oauth below
@@ -252,6 +254,8 @@ _INTERNAL_TLDS = ("internal", "corp", "local", "lan", "intranet")
 _INTERNAL_NAME_RE = re.compile(
     r"(?i)(?<![\w.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:%s)(?::\d{1,5}(?!\d))?(?![\w-]|\.\w)"
     % "|".join(_INTERNAL_TLDS))
+# Under an address key, Kubernetes service names (ray-head.default.svc) are internal too.
+_PRIVATE_SUFFIXES = frozenset(_INTERNAL_TLDS + ("svc", "localdomain", "cluster", "home", "arpa"))
 _INTERNAL_TLD_LOW_RE = re.compile(r"\.(?:%s)" % "|".join(_INTERNAL_TLDS))
 _LOOPBACK = frozenset(("localhost", "ip6-localhost", "ip6-loopback", "::1", "::", "0.0.0.0", "*"))
 _ITEM_SPLIT_RE = re.compile(r"[\s,]+")
@@ -548,7 +552,7 @@ class Redactor:
         if h in self._host_names or h.split(".")[0] in self._host_names:
             return INTERNAL_HOST
         labels = h.split(".")
-        if len(labels) >= 2 and labels[-1].isalpha() and len(labels[-1]) >= 2 and labels[-1] not in _INTERNAL_TLDS:
+        if len(labels) >= 2 and labels[-1].isalpha() and len(labels[-1]) >= 2 and labels[-1] not in _PRIVATE_SUFFIXES:
             return None  # a public domain name: api.wandb.ai, github.com
         return INTERNAL_HOST
 

@@ -38,7 +38,7 @@ def test_secret_names_mask_their_values(key: str) -> None:
     ("tokenizer_path", "/opt/models/tok"), ("max_new_tokens", "512"), ("key_column", "text"),
     ("eos_token", "</s>"), ("pad_token", "<|endoftext|>"), ("text_key", "text"), ("PWD", "/srv/run"),
     ("token_type_ids", "yes"), ("WANDB_API_KEY", "${WANDB_API_KEY}"), ("HF_TOKEN", ""),
-    ("credentials", "/etc/gcp/creds.json"), ("use_auth_token", "true"),
+    ("credentials", "/etc/gcp/creds.json"), ("use_auth_token", "true"), ("pass@1", "0.42"), ("pass_at_k", "0.5"),
 ])
 def test_names_about_secrets_are_not_secrets(key: str, value: str) -> None:
     assert _red().text(value, key=key) == value
@@ -147,6 +147,7 @@ def test_loopback_and_public_addresses_survive(text: str) -> None:
     ("dashboard_url", "http://ray-head:8265", "http://<internal-host>"),
     ("WANDB_BASE_URL", "https://api.wandb.ai", "https://api.wandb.ai"),
     ("mac_address", "00:1a:2b:3c:4d:5e", "00:1a:2b:3c:4d:5e"),
+    ("ray_address", "ray-head.default.svc:6379", "<internal-host>"),
 ])
 def test_address_bearing_keys(key: str, value: str, expected: str) -> None:
     assert _red().text(value, key=key) == expected
@@ -310,3 +311,12 @@ def test_bad_user_patterns_are_refused(pattern: str, message: str) -> None:
     with pytest.raises(ValueError) as err:
         compile_patterns([pattern])
     assert str(err.value) == message
+
+
+def test_schema_describes_every_rule() -> None:
+    from conftest import SCHEMA_PATH
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    description = json.dumps(schema)
+    for rule in RULES:
+        assert rule + " (" in description, rule
