@@ -145,6 +145,7 @@ _BENIGN_VALUES = frozenset(
     "true false yes no none null nil auto local required optional on off env file prompt bearer basic token "
     "digest default unset disabled enabled".split())
 _MASKED_RE = re.compile(r"[^\s*]{0,4}\*\*\*")
+_REFERENCE_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}?|%\([A-Za-z_]\w*\)s|\{\{[^{}]*\}\}")
 
 
 def _is_inert(value: str) -> bool:
@@ -154,7 +155,7 @@ def _is_inert(value: str) -> bool:
         return True
     if v[0] == "<" and v[-1] == ">" and len(v) < 40:  # <HOME>, <redacted>, tokenizer <pad>
         return True
-    if v[0] == "$" or v.startswith("%("):  # ${WANDB_API_KEY}, $HF_TOKEN: a reference, not the value
+    if _REFERENCE_RE.fullmatch(v):  # ${WANDB_API_KEY}, $HF_TOKEN, %(pw)s: a reference, not the value
         return True
     return bool(_MASKED_RE.fullmatch(v))
 
@@ -356,7 +357,7 @@ class Redactor:
     def _by_kind(self, kind: int, value: str, rule: str = "secret-name") -> Tuple[str, bool]:
         """Apply what a name says about its value; ``done`` when nothing more is left to scan."""
         if _is_inert(value):
-            return value, True
+            return value, False  # still scanned: ${TOKEN:-<a real token>} must not pass by its name
         if kind == _SECRET:
             if _is_path(value):
                 return value, False

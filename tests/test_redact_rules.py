@@ -37,7 +37,8 @@ def test_secret_names_mask_their_values(key: str) -> None:
     ("auth_type", "basic"), ("secret_name", "prod-wandb"), ("password_file", "/run/secrets/db"),
     ("tokenizer_path", "/opt/models/tok"), ("max_new_tokens", "512"), ("key_column", "text"),
     ("eos_token", "</s>"), ("pad_token", "<|endoftext|>"), ("text_key", "text"), ("PWD", "/srv/run"),
-    ("token_type_ids", "yes"), ("WANDB_API_KEY", "${WANDB_API_KEY}"), ("HF_TOKEN", ""),
+    ("token_type_ids", "yes"), ("WANDB_API_KEY", "${WANDB_API_KEY}"), ("HF_TOKEN", ""), ("HF_TOKEN", "$HF_TOKEN"),
+    ("password", "{{ secrets.DB_PASSWORD }}"),
     ("credentials", "/etc/gcp/creds.json"), ("use_auth_token", "true"), ("pass@1", "0.42"), ("pass_at_k", "0.5"),
 ])
 def test_names_about_secrets_are_not_secrets(key: str, value: str) -> None:
@@ -73,6 +74,10 @@ def test_flags_that_merely_contain_the_word_survive(argv: list) -> None:
 ])
 def test_assignments_inside_text(text: str, expected: str) -> None:
     assert _red().text(text) == expected
+
+
+def test_a_password_that_starts_with_a_dollar_is_still_masked() -> None:
+    assert _red().text("$ecret-" + PW, key="DB_PASSWORD") == "***"
 
 
 def test_legacy_wandb_key_is_a_secret_by_name_and_a_commit_by_name() -> None:
