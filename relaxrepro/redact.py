@@ -380,7 +380,7 @@ class Redactor:
         return value, False
 
     def _scan(self, s: str) -> str:
-        if len(s) < 3 or s in self._clean:
+        if s in self._clean or (len(s) < 3 and not self.extra):
             return s
         original = s
         before = self._fired

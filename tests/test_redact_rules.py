@@ -303,9 +303,10 @@ def test_lines_of_clean_text_changes_nothing() -> None:
 # -- user patterns ----------------------------------------------------------------------------------------
 
 def test_user_patterns_add_rules() -> None:
-    r = _red(extra_patterns=[r"proj-[0-9]+"])
+    r = _red(extra_patterns=[r"proj-[0-9]+", "^ab$"])
     assert r.text("bucket proj-4711/x") == "bucket <redacted>/x"
-    assert r.counts == {"user-pattern": 1}
+    assert r.text("ab") == "<redacted>"
+    assert r.counts == {"user-pattern": 2}
 
 
 @pytest.mark.parametrize("pattern,message", [
