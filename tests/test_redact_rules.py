@@ -326,3 +326,19 @@ def test_schema_describes_every_rule() -> None:
     description = json.dumps(schema)
     for rule in RULES:
         assert rule + " (" in description, rule
+
+
+def test_azure_storage_connection_string() -> None:
+    key = "".join(chr(65 + (i * 7) % 26) + str(i % 10) for i in range(43)) + "=="
+    conn = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + key + ";EndpointSuffix=core.windows.net"
+    out = _red().text(conn)
+    assert out == "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=***;EndpointSuffix=core.windows.net"
+
+
+@pytest.mark.parametrize("key", ["COMET_API_KEY", "KAGGLE_KEY", "NEPTUNE_API_TOKEN", "aws_secret_access_key"])
+def test_shapeless_keys_are_found_by_name(key: str) -> None:
+    # Comet (25 alphanumerics), Kaggle (32 hex), the AWS secret key: no shape, only the name gives them away.
+    value = "".join("0123456789abcdef"[(i * 5 + 3) % 16] for i in range(32))
+    r = _red()
+    assert r.value({key: value}) == {key: "***"}
+    assert r.text(key + "=" + value) == key + "=***"
