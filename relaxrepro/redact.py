@@ -660,20 +660,20 @@ class Redactor:
                 seen.add(id(obj))
                 out: Dict[Any, Any] = {}
                 for k, v in obj.items():
-                    if isinstance(k, str):
-                        nk: Any = self.text(k)
-                        child_secret = secret or name_kind(k) == _SECRET
-                    else:
-                        nk, child_secret = k, secret
+                    skey = k if isinstance(k, str) else None
+                    nk: Any = self.text(k) if skey is not None else k
                     if nk in out:  # two keys redacted to the same text: keep both
                         n = 2
                         while "%s#%d" % (nk, n) in out:
                             n += 1
                         nk = "%s#%d" % (nk, n)
+                    if isinstance(v, str) and not secret:
+                        out[nk] = self.text(v, skey)  # the common case, without another call level
+                        continue
                     # A string under a secret key is judged by text(v, k) (paths and flags survive);
                     # everything below a secret key that holds a structure is masked.
-                    out[nk] = self._value(v, k if isinstance(k, str) else None, seen,
-                                          secret or (child_secret and not isinstance(v, str)))
+                    child_secret = secret or (skey is not None and name_kind(skey) == _SECRET)
+                    out[nk] = self._value(v, skey, seen, secret or (child_secret and not isinstance(v, str)))
                 seen.discard(id(obj))
                 return out
             if isinstance(obj, (list, tuple)):
