@@ -18,7 +18,7 @@ from relaxrepro.redact import Redactor, redact_document  # noqa: E402
 
 
 def make_doc(target_kb: int) -> dict:
-    fake_token = "gh" + "p_" + "A1b2C3d4E5" * 3 + "f6G7h8"
+    fake_token = "gh" + "p_" + "A1b2C3d4E5" * 3 + "f6G7h8"  # pragma: allowlist secret
     packages = {"pkg-%03d" % i: "%d.%d.%d" % (i % 7, i % 13, i % 29) for i in range(300)}
     env = {"VAR_%02d" % i: "/opt/tool%d/bin:/usr/local/cuda-12.4/lib64" % i for i in range(60)}
     env.update({"HF_TOKEN": "hf_" + "a" * 34, "MASTER_ADDR": "10.1.2.3", "HOME": "/home/alice",

@@ -7,7 +7,7 @@ through :class:`Redactor` just before it is written or printed. Rules, in the or
   ``api_key: X`` inside config text or a patch) are masked to a short prefix plus ``***``;
 - by shape: token formats of /work/shared/SECRETS.md (GitHub, GitLab, HF, OpenAI, Anthropic, AWS,
   Google, Azure, Slack, JWT, npm, PyPI, Databricks, Perplexity, W&B v1, PEM private keys) anywhere;
-- URLs and headers: ``scheme://user:pw@`` (also ``redis://:pw@``), token query parameters,
+- URLs and headers: ``user:password@`` after a URL scheme (also with an empty user), token query parameters,
   ``Authorization: ...`` and bare ``Bearer ...``;
 - infrastructure: values of address-bearing keys (``MASTER_ADDR``, ``ray_address``, ``nodelist``...)
   that are neither loopback nor a public domain, private/CGNAT/link-local IPv4 and IPv6 ULA

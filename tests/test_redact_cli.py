@@ -74,7 +74,7 @@ def _polluted_document(root: Path) -> dict:
     return {
         "schema_version": "1.0", "run_id": "20260101_000000_abcdef0", "generated_at": "2026-01-01T00:00:00Z",
         "command": {"argv": ["python", "train.py"], "cwd": str(root)},
-        "code": {"repo": {"commit": "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345",
+        "code": {"repo": {"commit": "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345",  # pragma: allowlist secret
                           "remote": "https://x-access-token:" + FAKES["github-app"] + "@github.com/o/r.git",
                           "patch": {"text": patch}}},
         "config": {"files": [{"path": "/home/alice/conf.yaml", "content": config}]},
@@ -98,7 +98,7 @@ def test_written_document_from_every_hiding_place_is_clean(tmp_path: Path) -> No
     for secret in _PLANTED[:1] + [wandb_legacy(), PW, FAKES["github-app"], FAKES["gitlab-pat"], FAKES["google-api"]]:
         assert not leaked(secret, text)
     assert "PRIVATE KEY-----" not in text and "10.1.2.3" not in text and "alice" not in text
-    assert written["code"]["repo"]["commit"] == "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345"
+    assert written["code"]["repo"]["commit"] == doc["code"]["repo"]["commit"]
     findings = [f for f in detect_secrets(Path(result.path)) if f["hashed_secret"] not in _allowed_hashes(written)]
     assert findings == []
 

@@ -65,7 +65,7 @@ def test_flags_that_merely_contain_the_word_survive(argv: list) -> None:
 
 @pytest.mark.parametrize("text,expected", [
     ("WANDB_API_KEY=" + PW + " python train.py", "WANDB_API_KEY=*** python train.py"),
-    ('{"password": "two words"}', '{"password": "***"}'),
+    ('{"password": "two words"}', '{"password": "***"}'),  # pragma: allowlist secret
     ("db:\n  password: two words  # rotated\n  port: 5432", "db:\n  password: ***  # rotated\n  port: 5432"),
     ("+cfg.wandb.api_key=" + PW, "+cfg.wandb.api_key=***"),
     ("ray start --redis-password " + PW, "ray start --redis-password ***"),
@@ -198,7 +198,7 @@ def test_user_name_alone_and_under_user_keys() -> None:
 
 SURVIVORS = [
     "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",  # pragma: allowlist secret
     "nvcr.io/nvidia/pytorch:24.05-py3", "docker.io/library/python:3.11-slim@sha256:" + "ab" * 32,
     "GPU-5e1a1b2c-3d4e-5f60-7182-93a4b5c6d7e8", "2.23.4", "12.9", "9.1.0.70", "550.54.15", "1.0.0rc1",
     "meta-llama/Llama-3-8B", "Qwen/Qwen2.5-7B-Instruct", "/usr/lib/x86_64-linux-gnu", "/opt/conda/bin/python",
@@ -219,7 +219,7 @@ def test_benign_look_alikes_survive(text: str) -> None:
 
 
 def test_commit_sha_in_commit_field_survives() -> None:
-    sha = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345"
+    sha = "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345"  # pragma: allowlist secret
     assert _red().value({"code": {"repo": {"commit": sha, "base_commit": sha}}}) == {
         "code": {"repo": {"commit": sha, "base_commit": sha}}}
 
