@@ -24,6 +24,7 @@ examples:
   relaxrepro generate                                  manifest of this machine and repo, in .
   relaxrepro generate --output-dir runs/ -- python train.py --lr 3e-4
   relaxrepro generate --output manifest.json --strict  exit 1 if a probe failed
+  relaxrepro generate --redact-pattern 'proj-[0-9]+'   also hide your own identifiers
 
 exit codes: 0 ok (a partial manifest is ok), 1 failure under --strict, 2 usage error.
 """
@@ -78,6 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")
     gen.add_argument("--python", metavar="PATH",
                      help="the training interpreter (default: from COMMAND, e.g. its python or launcher's shebang)")
+    gen.add_argument("--redact-pattern", metavar="REGEX", action="append", default=[],
+                     help="also replace matches of this Python regex with <redacted> (repeatable)")
+    gen.add_argument("--keep-paths", action="store_true",
+                     help="keep home directories and the user name (for private use; secrets are still redacted)")
     return parser
 
 
@@ -135,17 +140,23 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
 
     from . import manifest
     from .context import Context
+    from .redact import Redactor
 
+    try:
+        redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
+    except ValueError as exc:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
+        return EXIT_USAGE
     options = {"python": args.python} if args.python else {}
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
-    doc = manifest.build(ctx, run_id=args.run_id)
+    doc = manifest.build(ctx, run_id=args.run_id, redactor=redactor)
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank
     problems = manifest.probe_problems(doc)
     for line in problems:
         sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
     directory = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or ".")
-    result = manifest.write(doc, path=args.output, directory=directory, env=env)
+    result = manifest.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)
     if args.print_doc:
