@@ -9,16 +9,20 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, git, python, system
+from . import command, config, data, git, python, seeds, system
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
     Probe("python", python.collect),
     Probe("system", system.collect),
     Probe("git", git.collect),
+    Probe("config", config.collect),
+    Probe("data", data.collect),
 )
 
-DERIVERS: Tuple[Deriver, ...] = ()
+DERIVERS: Tuple[Deriver, ...] = (
+    Deriver("seeds", seeds.derive),
+)
 
 
 def _check_unique() -> None:
