@@ -137,6 +137,9 @@ def _render(obj: Any, where: str, depth: int, seen: set, notes: List[str]) -> An
 def _render_inner(obj: Any, where: str, depth: int, seen: set, notes: List[str]) -> Any:
     if obj is None or isinstance(obj, bool):
         return obj
+    if isinstance(obj, _Unreadable):
+        notes.append("%s: unreadable (%s)" % (where or "args", obj.message))
+        return str(obj)
     if isinstance(obj, enum.Enum):  # before int/str: IntEnum members are ints
         return "%s.%s" % (type(obj).__name__, obj.name)
     if isinstance(obj, int):
