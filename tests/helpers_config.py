@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Dict, Iterator, Optional
 
 import pytest
-from conftest import ROOT, clean_env
+
+from tests.conftest import ROOT, clean_env
 
 NOBODY = 65534
 

@@ -8,12 +8,12 @@ import os
 import pathlib
 
 import pytest
-from conftest import clean_env, generate, run_cli, validate_manifest
-from helpers_config import run_unprivileged, shared_tmp  # noqa: F401 - the fixture is used by name
 
 from relaxrepro.api import collect_manifest
 from relaxrepro.context import Context
 from relaxrepro.probes import config
+from tests.conftest import clean_env, generate, run_cli, validate_manifest
+from tests.helpers_config import run_unprivileged, shared_tmp  # noqa: F401 - the fixture is used by name
 
 
 def _api(tmp_path, monkeypatch, args, **kw):
