@@ -149,6 +149,9 @@ def scan(
             except OSError:
                 result.unreadable.append(rel)
         stack.extend(reversed(subdirs))
+    if result.vanished and not os.path.isdir(result.real):
+        # The whole tree went (a checkpoint directory rotated away): nothing here describes it.
+        return Scan(path=path, real=result.real, error="vanished during the scan", vanished=result.vanished)
     result.entries.sort(key=lambda e: e.rel)
     return result
 
@@ -240,9 +243,10 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
     At launch ``hash_missing`` is false: the digest is recorded only when every file's cache entry
     matches its current size, mtime and inode.
     """
-    if s.kind == "missing":
+    if s.kind == "missing" or not s.complete:
         return Full(status="incomplete")
-    if not s.complete or s.unreadable or s.vanished:
+    broken = bool(s.unreadable or s.vanished)
+    if broken and not hash_missing:
         return Full(status="incomplete")
     known = cache.lookup(s.real, tree=s.kind == "tree") if cache is not None else {}
     digests: Dict[str, str] = {}
@@ -258,31 +262,39 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
             continue
         stale = stale or row is not None
         if not hash_missing:
-            result.status = "stale" if stale else ("uncached" if cache is not None and cache.db is not None
-                                                   else "no-cache")
+            usable = cache is not None and cache.usable
+            result.status = "stale" if stale else ("uncached" if usable else "no-cache")
             if stale:
                 return result
             continue
+        # Hash on past an unreadable file: the user learns every problem in one run, and the
+        # readable files' digests are cached all the same.
         try:
             before = os.stat(p)
             digest = file_sha256(p)
             after = os.stat(p)
         except FileNotFoundError:
             s.vanished.append(e.rel)
-            return Full(status="incomplete", reused=result.reused, hashed=result.hashed)
+            broken = True
+            continue
         except OSError:
             s.unreadable.append(e.rel)
-            return Full(status="incomplete", reused=result.reused, hashed=result.hashed)
+            broken = True
+            continue
         if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
             s.vanished.append(e.rel)  # rewritten while we read it: the digest describes no real state
-            return Full(status="incomplete", reused=result.reused, hashed=result.hashed)
+            broken = True
+            continue
         digests[e.rel] = digest
         fresh_rows.append((p, after.st_size, after.st_mtime_ns, after.st_ino, digest))
         result.hashed += 1
-    if len(digests) != len(s.files):
-        return result
     if cache is not None and fresh_rows:
         cache.store(fresh_rows)
+    if broken:
+        result.status = "incomplete"
+        return result
+    if len(digests) != len(s.files):
+        return result
     result.sha256 = merkle(s, digests)
     result.status = "fresh"
     return result
@@ -317,22 +329,27 @@ class Cache:
         self.readonly = readonly
         self.warnings: List[str] = []
         self.db = None
+        self.usable = True
+        """False when the database exists but cannot be used (then ``warnings`` says why)."""
         try:
             import sqlite3
         except ImportError:  # Python builds without _sqlite3 (some minimal containers)
             self.warnings.append("sqlite3 is not available in this Python: no fingerprint cache")
+            self.usable = False
             return
         self._sqlite3 = sqlite3
         try:
             self.db = self._open()
         except sqlite3.DatabaseError as exc:
             self.db = None
+            self.usable = False
             if readonly:
                 self.warnings.append("fingerprint cache %s is unreadable (%s); full digests not recorded"
                                      % (path, exc))
                 return
             self._set_aside(exc)
         except OSError as exc:
+            self.usable = False
             self.warnings.append("fingerprint cache %s: %s" % (path, exc))
 
     def _open(self):  # type: ignore[no-untyped-def]
@@ -367,6 +384,7 @@ class Cache:
                 if os.path.exists(self.path + suffix):
                     os.unlink(self.path + suffix)
             self.db = self._open()
+            self.usable = True
             self.warnings.append("fingerprint cache was corrupt (%s): moved to %s and rebuilt" % (exc, aside))
         except (OSError, self._sqlite3.DatabaseError) as again:
             self.db = None
