@@ -245,3 +245,10 @@ def test_hash_is_stable_and_follows_args_env_and_files(tmp_path):
     assert _probe(tmp_path, argv + ["--lr", "2"], env={"NCCL_ALGO": "Ring"}).data["config"]["hash"] != first
     (tmp_path / "c.yaml").write_text("lr: 2\n")
     assert _probe(tmp_path, argv, env={"NCCL_ALGO": "Ring"}).data["config"]["hash"] != first
+
+
+def test_data_inputs_with_config_suffixes_are_left_to_the_data_probe(tmp_path):
+    (tmp_path / "train.json").write_text("[]")
+    (tmp_path / "c.json").write_text("{}")
+    out = _probe(tmp_path, ["python", "train.py", "--train-data", "train.json", "--model-config", "c.json"])
+    assert [f["path"] for f in out.data["config"]["files"]] == ["c.json"]

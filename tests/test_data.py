@@ -208,3 +208,13 @@ def test_fingerprint_without_home_still_prints_digests(tmp_path):
     assert "digests are not cached" in res.stderr
     assert res.stdout.startswith("sha256:" + hashlib.sha256(b"x").hexdigest())
     assert not os.path.exists(tmp_path / ".cache")
+
+
+def test_tilde_path_is_expanded_with_the_runs_home(tmp_path):
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    (home / "data" / "x.jsonl").write_text("{}\n")
+    ctx = Context(env={"HOME": str(home)}, cwd=str(tmp_path), argv=["python", "train.py"], argv_source="cli",
+                  options={"data": ["~/data/x.jsonl"]})
+    rec = data.collect(ctx).data["data"]["inputs"][0]
+    assert (rec["path"], rec["kind"], rec["files"]) == ("~/data/x.jsonl", "file", 1)

@@ -28,6 +28,19 @@ INLINE_MAX = 8 * 1024
 HASH_MAX = 64 * 1024 * 1024
 """A "config" bigger than this is a data file named like one: sized, not read at launch."""
 MAX_FILES = 16
+INPUT_KEYS = frozenset({
+    # inputs the data probe fingerprints; never read here as config files, whatever their suffix
+    # models and checkpoints (Megatron, slime, verl, HF Trainer, NeMo)
+    "hf_checkpoint", "actor_model_path", "critic_model_path", "ref_model_path", "reward_model_path", "load",
+    "ref_load", "pretrained_checkpoint", "model_path", "model_name_or_path", "checkpoint", "checkpoint_path",
+    "init_from", "resume_from_checkpoint", "base_model", "model_dir",
+    # tokenizers
+    "tokenizer_path", "tokenizer_model", "tokenizer_name_or_path", "tokenizer_dir", "vocab_file", "merge_file",
+    # data
+    "prompt_data", "eval_prompt_data", "data_path", "train_data", "valid_data", "test_data", "eval_data",
+    "train_data_path", "valid_data_path", "dataset", "dataset_name", "dataset_path", "data_dir", "train_files",
+    "val_files", "train_file", "validation_file", "data_files", "train_dataset", "eval_dataset",
+})
 
 
 def resolved_args(ctx: Context) -> Tuple[Dict[str, Any], str, List[str]]:
@@ -127,6 +140,8 @@ def _consider(found: List[Tuple[str, bool]], key: str, value: str) -> None:
     k = key.replace("-", "_").split(".")[-1]
     if k in ("config_path", "cp", "config_name", "cn"):
         return  # a Hydra directory and name, joined above
+    if k.lower() in INPUT_KEYS:
+        return  # --train-data corpus.json is data (a 10 GB JSON file is not hashed at launch)
     if _is_config_key(k) and not value.startswith(("{", "[")):
         found.append((value, True))
     elif value.lower().endswith(CONFIG_SUFFIXES):

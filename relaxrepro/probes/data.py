@@ -18,18 +18,7 @@ from ..context import Context
 from ..runner import Outcome
 from . import config
 
-INPUT_KEYS = frozenset({
-    # models and checkpoints (Megatron, slime, verl, HF Trainer, NeMo)
-    "hf_checkpoint", "actor_model_path", "critic_model_path", "ref_model_path", "reward_model_path", "load",
-    "ref_load", "pretrained_checkpoint", "model_path", "model_name_or_path", "checkpoint", "checkpoint_path",
-    "init_from", "resume_from_checkpoint", "base_model", "model_dir",
-    # tokenizers
-    "tokenizer_path", "tokenizer_model", "tokenizer_name_or_path", "tokenizer_dir", "vocab_file", "merge_file",
-    # data
-    "prompt_data", "eval_prompt_data", "data_path", "train_data", "valid_data", "test_data", "eval_data",
-    "train_data_path", "valid_data_path", "dataset", "dataset_name", "dataset_path", "data_dir", "train_files",
-    "val_files", "train_file", "validation_file", "data_files", "train_dataset", "eval_dataset",
-})
+INPUT_KEYS = config.INPUT_KEYS
 REVISION_KEYS = ("revision", "model_revision", "hf_revision", "dataset_revision", "tokenizer_revision")
 MAX_INPUTS = 32
 # An HF hub id: "org/name" or "name", optionally "@revision"; never a path that starts with / . ~
@@ -166,7 +155,7 @@ def _describe(ctx: Context, source: str, value: str, args: Dict[str, Any],
               cache: Optional[fingerprint.Cache], left: int) -> Dict[str, Any]:
     if _URL_RE.match(value):
         return {"source": source, "kind": "url", "id": value}
-    if not _local_exists(value, ctx.cwd) and not value.startswith(("/", ".", "~")):
+    if not value.startswith(("/", ".", "~")) and not _local_exists(value, ctx.cwd):
         m = _HUB_RE.match(value)
         if m:
             record: Dict[str, Any] = {"source": source, "kind": "hub", "id": m.group("id")}
@@ -176,6 +165,10 @@ def _describe(ctx: Context, source: str, value: str, args: Dict[str, Any],
             return record
     # Each input gets an equal share of what is left, so one huge tree cannot starve the others.
     share = max(ctx.budget() - 0.3, 0.05) / max(left, 1)
-    record = describe_local(value, ctx.cwd, time.monotonic() + share, cache)
+    local = value
+    if value.startswith("~/") and ctx.env.get("HOME"):  # a path quoted past the shell's expansion
+        local = os.path.join(ctx.env["HOME"], value[2:])
+    record = describe_local(local, ctx.cwd, time.monotonic() + share, cache)
+    record["path"] = value
     record["source"] = source
     return record
