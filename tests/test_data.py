@@ -218,3 +218,23 @@ def test_tilde_path_is_expanded_with_the_runs_home(tmp_path):
                   options={"data": ["~/data/x.jsonl"]})
     rec = data.collect(ctx).data["data"]["inputs"][0]
     assert (rec["path"], rec["kind"], rec["files"]) == ("~/data/x.jsonl", "file", 1)
+
+
+def test_api_data_with_odd_items_never_crashes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    m = collect_manifest(None, argv=["python", "train.py"], env={"HOME": str(tmp_path)}, data=[7, "", None])
+    validate_manifest(m)
+    assert m["data"]["inputs"] == [{"source": "option", "kind": "missing", "path": "7", "error": "not found"}]
+
+
+def test_out_of_budget_fingerprint_is_partial_with_a_warning(tmp_path):
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(300):
+        (root / ("f%03d" % i)).write_text("x")
+    ctx = Context(env={}, cwd=str(tmp_path), argv=[], argv_source="none", options={"data": ["many"]},
+                  deadline_s=0.0)  # the deadline has passed before the probe starts
+    out = data.collect(ctx)
+    rec = out.data["data"]["inputs"][0]
+    assert rec["quick"]["complete"] is False
+    assert out.warnings == ["option many: fingerprinted only in part within the launch budget"]

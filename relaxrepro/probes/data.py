@@ -112,7 +112,8 @@ def collect(ctx: Context) -> Outcome:
     requested = ctx.options.get("data") or []
     if isinstance(requested, (str, os.PathLike)):
         requested = [requested]
-    wanted: List[Tuple[str, str]] = [("option", os.fspath(p)) for p in requested if p]
+    wanted: List[Tuple[str, str]] = [
+        ("option", os.fspath(p) if isinstance(p, (str, os.PathLike)) else str(p)) for p in requested if p]
     args, _source, _notes = config.resolved_args(ctx)
     wanted += [("args:" + k, v) for k, v in inputs_from_args(args)]
     if not wanted:
@@ -139,10 +140,10 @@ def collect(ctx: Context) -> Outcome:
             record = _describe(ctx, source, value, args, cache, len(todo) - n)
             if record.get("error"):
                 out.warn("%s %s: %s" % (source, value, record["error"]))
-            elif record.get("complete") is False:
-                out.warn("%s %s: scanned only in part within the launch budget" % (source, value))
             elif record.get("unreadable") or record.get("vanished"):
                 out.warn("%s %s: some files unreadable or vanished during the scan" % (source, value))
+            elif record.get("complete") is False or (record.get("quick") or {}).get("complete") is False:
+                out.warn("%s %s: fingerprinted only in part within the launch budget" % (source, value))
             records.append(record)
     finally:
         if cache is not None:
@@ -164,7 +165,7 @@ def _describe(ctx: Context, source: str, value: str, args: Dict[str, Any],
                 record["revision"] = rev
             return record
     # Each input gets an equal share of what is left, so one huge tree cannot starve the others.
-    share = max(ctx.budget() - 0.3, 0.05) / max(left, 1)
+    share = max(ctx.budget() - 0.3, 0.0) / max(left, 1)
     local = value
     if value.startswith("~/") and ctx.env.get("HOME"):  # a path quoted past the shell's expansion
         local = os.path.join(ctx.env["HOME"], value[2:])
