@@ -347,6 +347,10 @@ _SCHEMA = (
 class Cache:
     """Per-file sha256 digests in sqlite. Read-only at launch; a corrupt database is never fatal.
 
+    Table ``files`` keys each digest by real path with the size, mtime and inode it was taken at;
+    table ``trees`` keeps a tree's digest with its :func:`listing_digest`, so a cached 100k-file
+    tree costs one lookup at launch (per-file rows still serve a tree that changed in part).
+
     The writer (``relaxrepro fingerprint``) moves a corrupt file aside and starts a new one; a
     read-only user treats it as empty and says so in ``warnings``.
     """
