@@ -83,6 +83,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also replace matches of this Python regex with <redacted> (repeatable)")
     gen.add_argument("--keep-paths", action="store_true",
                      help="keep home directories and the user name (for private use; secrets are still redacted)")
+    # config, seeds and data (issue 6)
+    gen.add_argument("--args-json", metavar="FILE",
+                     help="the trainer's resolved arguments as a JSON object (else parsed from COMMAND)")
+    gen.add_argument("--env-prefix", metavar="P", action="append", default=[],
+                     help="also record environment variables starting with P (repeatable)")
+    gen.add_argument("--data", metavar="PATH", action="append", default=[],
+                     help="fingerprint this data file or tree (repeatable); see 'relaxrepro fingerprint'")
+    fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
+                        description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
+                        "digest of a tree) and cache per-file digests in $XDG_CACHE_HOME/relaxrepro (else "
+                        "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
+    fp.add_argument("paths", metavar="PATH", nargs="+")
+    fp.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser
 
 
@@ -147,7 +160,15 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     except ValueError as exc:
         sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
         return EXIT_USAGE
-    options = {"python": args.python} if args.python else {}
+    options = {"env_prefixes": list(args.env_prefix), "data": list(args.data)}
+    if args.python:
+        options["python"] = args.python
+    if args.args_json is not None:
+        loaded = _load_args_json(args.args_json)
+        if isinstance(loaded, str):
+            sys.stderr.write("relaxrepro generate: error: --args-json %s: %s\n" % (args.args_json, loaded))
+            return EXIT_USAGE
+        options["args_json"] = loaded
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
     doc = manifest.build(ctx, run_id=args.run_id, redactor=redactor)
     if rank is not None:
@@ -169,6 +190,33 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     if args.strict and problems:
         return EXIT_FAIL
     return EXIT_OK
+
+
+def _load_args_json(path: str) -> object:
+    """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(16 << 20)
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except ValueError as exc:
+        return "not valid JSON (%s)" % exc
+    if not isinstance(value, dict):
+        return "expected a JSON object of argument names, got %s" % type(value).__name__
+    return value
+
+
+def _cmd_fingerprint(args: argparse.Namespace, command: List[str]) -> int:
+    from . import fingerprint
+    from .context import _safe_getcwd
+
+    return fingerprint.run_command(list(args.paths), as_json=args.json, env=dict(os.environ), cwd=_safe_getcwd())
 
 
 def run_main() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, container, cuda, git, nvidia, packages, python, system
+from . import command, config, container, cuda, data, git, nvidia, packages, python, seeds, system
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
@@ -20,10 +20,13 @@ PROBES: Tuple[Probe, ...] = (
     Probe("packages", packages.collect),
     Probe("cuda", cuda.collect),
     Probe("container", container.collect),
+    Probe("config", config.collect),
+    Probe("data", data.collect),
 )
 
 DERIVERS: Tuple[Deriver, ...] = (
     Deriver("cuda-consistency", cuda.derive),
+    Deriver("seeds", seeds.derive),
 )
 
 
