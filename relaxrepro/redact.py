@@ -181,12 +181,13 @@ def mask(value: str) -> str:
 
 
 def _name_mask(value: str) -> str:
-    """A value found by its name keeps a prefix only when that prefix names a vendor (``ghp_***``).
+    """A value found by its name is masked whole: the name already says which key it was.
 
-    A password or a legacy 40-hex W&B key has no such prefix: its first characters would tell a reader
-    nothing but a part of the secret, and scanners (detect-secrets' keyword rule) rightly flag them.
+    Prefixes are kept only for shapes found in free text (``ghp_***``). Under a name, even a vendor
+    prefix (``"api_key": "sk-p***"``) reads to scanners such as detect-secrets' keyword rule as a
+    live assignment, and a password's first characters would tell a reader nothing but part of it.
     """
-    return mask(value) if _SHAPE_RE.match(value.strip()) else MASK
+    return MASK
 
 
 # -- shapes -------------------------------------------------------------------------------------
@@ -240,11 +241,13 @@ _VALUE_END = r"\s,;'\"&)}\]<>"
 # ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
 # word (the lookahead), so prose without one is never consumed.
 _ASSIGN_RE = re.compile(
-    r"(?<![\w.-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
+    r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
     r"(?:(?P<sep>[ \t]*[:=][ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|'(?P<sq>[^'\n]*)'"
     r"|(?P<v>[^%s][^%s]*))"
     r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*)\"|'(?P<sq2>[^'\n]*)'|(?P<w>[^%s=:]+)))"
     % (_TRIGGERS, _VALUE_END, _VALUE_END, _VALUE_END))
+
+_FILE_NAME_RE = re.compile(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
 
 # -- infrastructure ---------------------------------------------------------------------------------
 
@@ -494,6 +497,8 @@ class Redactor:
 
     def _assignment(self, m: "re.Match[str]") -> Optional[Tuple[int, int, str]]:
         name = m.group("name")
+        if _FILE_NAME_RE.search(name):
+            return None  # "secret.yaml: permission denied" names a file, it doesn't assign one
         kind = name_kind(name.lstrip("-"))
         if not kind:
             return None
