@@ -76,6 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--all-ranks", action="store_true",
                      help="write on every rank (default: only rank 0 by RANK, else SLURM_PROCID)")
     gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")
+    gen.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
+                     help="also record the git repository at PATH under code.NAME (repeatable)")
+    gen.add_argument("--private-patch", action="store_true",
+                     help="also keep each unredacted patch in a mode-0600 sidecar (for this machine only)")
     return parser
 
 
@@ -121,6 +125,24 @@ def _rank(env: dict) -> Optional[int]:
     return None
 
 
+_REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _parse_repos(items: Sequence[str]) -> Tuple[dict, Optional[str]]:
+    """``--repo NAME=PATH`` values -> ({name: path}, None) or ({}, the problem in one line)."""
+    repos: dict = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            return {}, "--repo %r: expected NAME=PATH (e.g. --repo megatron=/opt/Megatron-LM)" % item
+        if not _REPO_NAME_RE.match(name):
+            return {}, "--repo %r: NAME may hold letters, digits, '.', '_' and '-' only" % item
+        if name in repos:
+            return {}, "--repo %r: NAME %s given twice" % (item, name)
+        repos[name] = path
+    return repos, None
+
+
 def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     env = dict(os.environ)
     rank = _rank(env)
@@ -131,10 +153,16 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
                          % args.run_id)
         return EXIT_USAGE
 
+    repos, problem = _parse_repos(args.repo)
+    if problem:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % problem)
+        return EXIT_USAGE
+
     from . import manifest
     from .context import Context
 
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none")
+    options = {"repos": repos, "private_patch": args.private_patch}
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
     doc = manifest.build(ctx, run_id=args.run_id)
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank

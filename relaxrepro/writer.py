@@ -80,21 +80,59 @@ def serialize(doc: Dict[str, Any]) -> bytes:
 Step = Callable[[Dict[str, Any], Dict[str, bytes], str], List[str]]
 
 
-def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
-    notes = []
+INLINE_PATCH_BYTES = 32_000
+"""A patch body over this always lives in its sidecar (not a degradation: several dirty repos must
+still leave the manifest room under the cap)."""
+
+
+def _patches(doc: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
     code = doc.get("code")
     if not isinstance(code, dict):
-        return notes
+        return []
+    out = []
     for name in sorted(code):
         repo = code[name]
         patch = repo.get("patch") if isinstance(repo, dict) else None
-        if not isinstance(patch, dict) or not isinstance(patch.get("text"), str):
-            continue
-        body = patch.pop("text")
-        sidecar = "manifest_%s.%s.patch" % (run_id, _safe_name(name))
-        sidecars[sidecar] = body.encode("utf-8", "surrogateescape")
-        patch["sidecar"] = sidecar
-        patch["inline"] = False
+        if isinstance(patch, dict) and (isinstance(patch.get("text"), str) or
+                                        isinstance(patch.get("text_base64"), str)):
+            out.append((name, patch))
+    return out
+
+
+def _to_sidecar(name: str, patch: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> str:
+    if isinstance(patch.get("text_base64"), str):
+        import base64
+
+        body = base64.b64decode(patch.pop("text_base64"))
+        patch.pop("text", None)
+    else:
+        body = patch.pop("text").encode("utf-8", "surrogateescape")
+    sidecar = "manifest_%s.%s.patch" % (run_id, safe_name(name))
+    sidecars[sidecar] = body
+    patch["sidecar"] = sidecar
+    patch["inline"] = False
+    return sidecar
+
+
+def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
+    """Move patch bodies over ``INLINE_PATCH_BYTES``, and non-UTF-8 ones (base64 in the document),
+    to sidecars. Returns (document, sidecars); the document is copied only when something moves."""
+    big = [name for name, p in _patches(doc)
+           if "text_base64" in p or len(p["text"].encode("utf-8", "surrogateescape")) > INLINE_PATCH_BYTES]
+    if not big:
+        return doc, {}
+    doc = copy.deepcopy(doc)
+    sidecars: Dict[str, bytes] = {}
+    for name, patch in _patches(doc):
+        if name in big:
+            _to_sidecar(name, patch, sidecars, run_id)
+    return doc, sidecars
+
+
+def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
+    notes = []
+    for name, patch in _patches(doc):
+        sidecar = _to_sidecar(name, patch, sidecars, run_id)
         notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
     return notes
 
@@ -166,18 +204,18 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(jsonable(value), sort_keys=True).encode()).hexdigest()
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "repo"
 
 
 def fit(doc: Dict[str, Any], limit: int = MAX_BYTES) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
     """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars)."""
+    run_id = str(doc.get("run_id", "run"))
+    doc, sidecars = place_patches(doc, run_id)
     data = serialize(doc)
     if len(data) <= limit:
-        return data, doc, {}
+        return data, doc, sidecars
     doc = copy.deepcopy(doc)
-    sidecars: Dict[str, bytes] = {}
-    run_id = str(doc.get("run_id", "run"))
     truncated: List[str] = []
     for step in DEGRADATION:
         truncated.extend(step(doc, sidecars, run_id))
