@@ -129,9 +129,15 @@ def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dic
     return doc, sidecars
 
 
-def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
+def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str,
+                       limit: Optional[int] = None) -> List[str]:
+    """Largest patch first, only as many as it takes to fit ``limit`` (all when no limit)."""
     notes = []
-    for name, patch in _patches(doc):
+    patches = sorted(_patches(doc), key=lambda np: (-len(np[1].get("text") or np[1].get("text_base64") or ""),
+                                                    np[0]))
+    for name, patch in patches:
+        if limit is not None and len(serialize(doc)) + 1024 <= limit:  # room for the notes
+            break
         sidecar = _to_sidecar(name, patch, sidecars, run_id)
         notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
     return notes
@@ -218,7 +224,10 @@ def fit(doc: Dict[str, Any], limit: int = MAX_BYTES) -> Tuple[bytes, Dict[str, A
     doc = copy.deepcopy(doc)
     truncated: List[str] = []
     for step in DEGRADATION:
-        truncated.extend(step(doc, sidecars, run_id))
+        if step is _drop_patch_bodies:  # moves only as many patches as the cap requires
+            truncated.extend(_drop_patch_bodies(doc, sidecars, run_id, limit=limit))
+        else:
+            truncated.extend(step(doc, sidecars, run_id))
         _note(doc, truncated)
         data = serialize(doc)
         if len(data) <= limit:
