@@ -44,10 +44,14 @@ def test_staged_and_unstaged_changes_round_trip(tmp_path):
     (repo / "a.py").write_text("a = 3\n")  # staged and then changed again
     (repo / "b.py").write_text("b = 2\n")
     git(repo, "rm", "-q", "gone.py")
+    (repo / "added.py").write_text("new = 1\n")
+    git(repo, "add", "added.py")
+    (repo / "added.py").write_text("new = 2\n")  # a staged new file, changed again
+    (repo / "b.py").chmod(0o755)
     rec = only(probe_doc(tmp_path, repo))
     assert rec["dirty"] is True
     patch = rec["patch"]
-    assert sorted(patch["files"]) == ["a.py", "b.py", "gone.py"]
+    assert sorted(patch["files"]) == ["a.py", "added.py", "b.py", "gone.py"]
     assert patch["restores_exactly"] is True and patch["redacted_lines"] == []
     assert patch["sha256"] == patch["stored_sha256"] == hashlib.sha256(stored_patch(patch)).hexdigest()
     assert patch["size"] == len(stored_patch(patch))
@@ -73,6 +77,22 @@ def test_untracked_files_are_counted_listed_and_embedded(tmp_path, repo):
     assert patch["binary_untracked"] == [{"path": "weights.bin", "size": 300}]
     assert patch["restores_exactly"] is False  # the binary file is listed, not embedded
     assert set(patch["files"]) == {"notes.txt", "pkg/run.sh", "pkg/empty.py", "link", ".gitignore"}
+    round_trip(repo, rec, tmp_path / "clone")
+
+
+def test_conflicted_merge_round_trips_with_its_markers(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"c.txt": "base\n", "other.txt": "o\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "c.txt").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "c.txt").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    with pytest.raises(subprocess.CalledProcessError):  # the conflict stops the merge half-way
+        git(repo, "merge", "side")
+    (repo / "other.txt").write_text("also edited\n")
+    rec = only(probe_doc(tmp_path, repo))
+    assert rec["dirty"] is True and "<<<<<<< HEAD" in rec["patch"]["text"]
     round_trip(repo, rec, tmp_path / "clone")
 
 

@@ -433,14 +433,12 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     tasks: List[Callable[[], Any]] = [
         lambda: run("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames",
                     "--ignore-submodules=none"),
-        lambda: run("diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
-                    "--full-index", "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/", base, "--"),
         lambda: run("describe", "--tags", "--always", "--long", "--abbrev=12"),
     ]
     if modules:
         tasks.append(lambda: run("ls-tree", "-z", "HEAD", "--", *[p for _, p in modules]))
     results = parallel(tasks, deadline, ctx.clock)
-    status_res, diff_res, describe_res = results[:3]
+    status_res, describe_res = results[:2]
 
     st = parse_status_v2(status_res.stdout) if _ok(status_res) else None
     if _ok(describe_res):
@@ -469,20 +467,14 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
         "files": [{"path": show(n), "size": _size(found.top, n)} for n in untracked[:UNTRACKED_LISTED]],
         "truncated": len(untracked) > UNTRACKED_LISTED,
     }
-    ls_tree = parse_ls_tree(results[3].stdout) if len(results) > 3 and _ok(results[3]) else {}
+    ls_tree = parse_ls_tree(results[2].stdout) if len(results) > 2 and _ok(results[2]) else {}
     _add_submodules(rec, found.top, modules, ls_tree, st["changed"])
 
     own_changes = [c for c in st["changed"] if not submodule_flags(c["sub"])]
     if own_changes or untracked:
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
-            if not _ok(diff_res) or not (diff_res.stdout == b"" or diff_res.stdout.startswith(b"diff --git ")):
-                parts.incomplete = _failure(diff_res, "git diff") if not _ok(diff_res) else \
-                    "git diff printed no patch"
-            elif diff_res.truncated:
-                parts.incomplete = "git diff output over the capture limit; tracked changes not recorded"
-            else:
-                parts.body = diff_res.stdout
+            parts.body, parts.incomplete = tracked_patch(run, base, own_changes, deadline, ctx.clock)
             if parts.incomplete:
                 warnings.append("%s: %s" % (found.name, parts.incomplete))
         embed_untracked(found.top, untracked, parts)
@@ -492,6 +484,44 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
             patch["private"] = True
         rec["patch"] = patch
     return _prune(rec), warnings
+
+
+_DIFF_OPTS = ("--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index",
+              "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/")
+_MAX_PATHSPEC = 2000
+"""Changed paths passed to ``diff-files``; more than this and it looks at every file instead."""
+
+
+def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline: float,
+                  clock: Callable[[], float]) -> Tuple[bytes, Optional[str]]:
+    """The staged then the unstaged change, as one input ``git apply`` restores in order.
+
+    ``git status`` already stat()ed every file; ``git diff HEAD`` would do it again (and, limited to
+    paths, walks the index pathologically slowly: 3 s on 40k files in git 2.39). So: HEAD->index
+    from ``diff-index --cached`` (no worktree access) and index->worktree from ``diff-files`` on the
+    paths status named. A conflicted merge falls back to ``git diff HEAD``, the only form of an
+    unmerged path that applies.
+    """
+    if any(c["xy"] in ("DD", "AU", "UD", "UA", "DU", "AA", "UU") for c in changed):
+        jobs = [lambda: run("diff", *_DIFF_OPTS, base, "--")]
+    else:
+        unstaged = [os.fsdecode(c["path"]) for c in changed if c["xy"][1:] != "."]
+        jobs = []
+        if any(c["xy"][:1] != "." for c in changed):
+            jobs.append(lambda: run("diff-index", "--cached", "-p", *_DIFF_OPTS, base, "--"))
+        if unstaged:
+            spec = ["--", *unstaged] if len(unstaged) <= _MAX_PATHSPEC else ["--"]
+            jobs.append(lambda: run("--literal-pathspecs", "diff-files", "-p", *_DIFF_OPTS, *spec))
+    body = b""
+    for res in parallel(jobs, deadline, clock):
+        if not _ok(res):
+            return b"", _failure(res, "git diff")
+        if res.truncated:
+            return b"", "git diff output over the capture limit; tracked changes not recorded"
+        if res.stdout and not res.stdout.startswith(b"diff --git "):
+            return b"", "git diff printed no patch"
+        body += res.stdout
+    return body, None
 
 
 def _ok(res: Any) -> bool:
