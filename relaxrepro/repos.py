@@ -254,11 +254,12 @@ def discover(
                 warnings.append("script %s is not inside a git repository (no .git): code state unknown" % script)
 
     for dist, src in editable_installs(site_dirs):
-        if os.path.isdir(src):
+        if os.path.isdir(src) and not is_own_checkout(src):
             add(src, "editable", dist=dist)
 
     for entry in _pythonpath(env):
-        if os.path.isdir(os.path.join(cwd, entry)):
+        full = os.path.join(cwd, entry)
+        if os.path.isdir(full) and not is_own_checkout(full):
             add(entry, "pythonpath")
 
     entries = [found[k] for k in order]
@@ -268,6 +269,25 @@ def discover(
         e.found_by.sort(key=ROUTES.index)
     _assign_names(entries)
     return entries
+
+
+_OWN_SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def is_own_checkout(path: str) -> bool:
+    """``path`` is relaxrepro's own source checkout (the recorder, not the training code).
+
+    ``PYTHONPATH=/src/relaxrepro`` or ``pip install -e relaxrepro`` would otherwise record the
+    tool's repo as part of every run; its version is in ``collection.tool`` already. A trainer that
+    vendors relaxrepro inside its own repo is not affected: that repo's top is not this checkout.
+    """
+    top = gitfs.find_toplevel(path)
+    if top is None:
+        return False
+    try:
+        return os.path.samefile(top, _OWN_SOURCE)
+    except OSError:
+        return False
 
 
 def _pythonpath(env: Mapping[str, str]) -> List[str]:

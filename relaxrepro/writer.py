@@ -2,8 +2,9 @@
 
 The degradation order, applied one step at a time until the document fits ``MAX_BYTES``:
 
-1. patch bodies leave the document (kept as sidecar files when writing to a directory), keeping
-   their sha256, size and file list;
+1. patch bodies leave the document (kept as sidecar files beside the manifest), largest first,
+   keeping their sha256, size and file list; a patch over ``INLINE_PATCH_BYTES`` (or not UTF-8)
+   always lives in its sidecar, so several dirty repositories still leave room for the rest;
 2. inline config file contents go, keeping path, size and sha256;
 3. long lists and maps (packages, untracked files, nodes, ...) keep their key entries plus a digest
    of the full list;
@@ -114,19 +115,21 @@ def _to_sidecar(name: str, patch: Dict[str, Any], sidecars: Dict[str, bytes], ru
     return sidecar
 
 
-def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dict[str, bytes]]:
+def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dict[str, bytes], List[str]]:
     """Move patch bodies over ``INLINE_PATCH_BYTES``, and non-UTF-8 ones (base64 in the document),
-    to sidecars. Returns (document, sidecars); the document is copied only when something moves."""
+    to sidecars. Returns (document, sidecars, notes); the document is copied only when one moves."""
     big = [name for name, p in _patches(doc)
            if "text_base64" in p or len(p["text"].encode("utf-8", "surrogateescape")) > INLINE_PATCH_BYTES]
     if not big:
-        return doc, {}
+        return doc, {}, []
     doc = copy.deepcopy(doc)
     sidecars: Dict[str, bytes] = {}
+    notes = []
     for name, patch in _patches(doc):
         if name in big:
-            _to_sidecar(name, patch, sidecars, run_id)
-    return doc, sidecars
+            sidecar = _to_sidecar(name, patch, sidecars, run_id)
+            notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
+    return doc, sidecars, notes
 
 
 def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str,
@@ -217,12 +220,13 @@ def safe_name(name: str) -> str:
 def fit(doc: Dict[str, Any], limit: int = MAX_BYTES) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
     """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars)."""
     run_id = str(doc.get("run_id", "run"))
-    doc, sidecars = place_patches(doc, run_id)
+    doc, sidecars, truncated = place_patches(doc, run_id)
+    if truncated:
+        _note(doc, truncated)
     data = serialize(doc)
     if len(data) <= limit:
         return data, doc, sidecars
     doc = copy.deepcopy(doc)
-    truncated: List[str] = []
     for step in DEGRADATION:
         if step is _drop_patch_bodies:  # moves only as many patches as the cap requires
             truncated.extend(_drop_patch_bodies(doc, sidecars, run_id, limit=limit))

@@ -125,3 +125,27 @@ def test_nested_repo_wins_over_the_outer_one(tmp_path):
     git(outer, "status")
     found = repos.discover(cwd=str(inner))
     assert [f.top for f in found] == [str(inner)]
+
+
+def test_relaxrepro_own_checkout_on_pythonpath_is_not_part_of_the_run(tmp_path, repo):
+    from conftest import ROOT
+
+    from relaxrepro import gitfs
+
+    if gitfs.find_toplevel(str(ROOT)) != str(ROOT):
+        import pytest
+
+        pytest.skip("relaxrepro runs from outside a git checkout here")
+    doc = probe_doc(tmp_path, repo, env=env_for(tmp_path, PYTHONPATH=str(ROOT)))
+    assert list(doc["code"]) == ["repo"]
+
+
+def test_a_command_script_that_is_not_there_is_a_note_not_a_failure(tmp_path, repo):
+    doc = probe_doc(tmp_path, repo, argv=["python", "missing.py"])
+    entry = doc["collection"]["probes"]["git"]
+    assert entry["status"] == "ok" and entry["warnings"] == ["script missing.py of the command does not exist"]
+
+
+def test_a_named_repo_that_is_missing_makes_the_probe_partial(tmp_path, repo):
+    doc = probe_doc(tmp_path, repo, repos={"gone": str(tmp_path / "gone")})
+    assert doc["collection"]["probes"]["git"]["status"] == "partial"

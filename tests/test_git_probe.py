@@ -328,7 +328,7 @@ def test_git_that_hangs_is_cut_off_within_the_budget(tmp_path, repo):
     rec = only(doc)
     assert rec["commit"] == git(repo, "rev-parse", "HEAD").strip()  # from the files
     assert rec["dirty"] is None and "timed out" in rec["dirty_unknown_reason"]
-    assert status(doc) == "partial"
+    assert status(doc) == "timeout"
 
 
 def test_git_that_prints_garbage_is_not_believed(tmp_path, repo):

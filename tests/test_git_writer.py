@@ -50,7 +50,7 @@ def test_patch_over_the_inline_budget_always_goes_to_its_sidecar():
     assert written["code"]["small"]["patch"] == {"text": "s"}
     assert sidecars == {"manifest_r1.big.patch": text.encode()}
     assert doc["code"]["big"]["patch"]["text"] == text  # the caller's document is left alone
-    assert "truncated" not in written.get("collection", {})  # placement, not degradation
+    assert written["collection"]["truncated"] == ["code.big.patch.text moved to sidecar manifest_r1.big.patch"]
 
 
 def test_non_utf8_patch_sidecar_has_the_exact_bytes():

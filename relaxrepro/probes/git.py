@@ -574,37 +574,34 @@ def _add_submodules(rec: Dict[str, Any], top: str, modules: List[Tuple[str, str]
 # -- the probe ------------------------------------------------------------------------------------
 
 def collect(ctx: Context) -> Outcome:
-    out = Outcome()
     deadline = ctx.clock() + max(ctx.budget() - _MARGIN, 0.1)
+    problems: List[str] = []  # make the probe partial (or timeout)
+    notes: List[str] = []     # for the reader: a script that is not there, a cwd outside any repo
     site_dirs: List[str] = []
     try:
         from .. import interpreter
 
         site_dirs = interpreter.resolve(ctx).site_dirs
-    except Exception as exc:  # discovery of editable installs is a bonus, never the reason to fail
-        out.warnings.append("training interpreter unknown (%s): editable installs not searched" % exc)
-    explicit = ctx.options.get("repos") or {}
+    except Exception as exc:  # editable installs are a bonus, never the reason to fail
+        notes.append("training interpreter unknown (%s): editable installs not searched" % exc)
+    explicit = {}
+    for name, path in sorted((ctx.options.get("repos") or {}).items()):
+        if os.path.exists(os.path.join(ctx.cwd, os.path.expanduser(str(path)))):
+            explicit[str(name)] = str(path)
+        else:
+            problems.append("repo %s: %s does not exist" % (name, path))
     found = repos.discover(cwd=ctx.cwd, argv=ctx.argv, env=ctx.env, explicit=explicit, site_dirs=site_dirs,
-                           warnings=out.warnings)
+                           warnings=notes)
     if not found:
-        out.status = "absent"
-        return out
+        return Outcome(status="absent", warnings=problems + notes)
+
     from .. import redact
 
     redactor = redact.Redactor.for_environment(ctx.env)
     private: Optional[Dict[str, bytes]] = ctx.memo("private_sidecars", dict) if ctx.options.get(
         "private_patch") else None
-    results = parallel([_bind(ctx, f, deadline, redactor, private) for f in found], deadline + 0.3, ctx.clock)
     code: Dict[str, Any] = {}
-    for f, res in zip(found, results):
-        if isinstance(res, tuple):
-            rec, warns = res
-            out.warnings.extend(warns)
-        else:
-            rec = {"path": f.top, "found_by": f.found_by, "commit": None, "dirty": None,
-                   "dirty_unknown_reason": "collection did not finish" if res is None else "collection crashed"}
-            out.warnings.append("%s: %s" % (f.name, rec["dirty_unknown_reason"] + (": %s" % res if res else "")))
-        code[f.name] = rec
+    _collect_all(ctx, found, deadline, redactor, private, code, problems)
     # A submodule with changes inside gets its own record (and patch), keyed "<repo>/<path>": the
     # superproject's patch leaves submodules out, as `git apply` cannot reach into them.
     inner = []
@@ -614,18 +611,33 @@ def collect(ctx: Context) -> Outcome:
                 sub["repo"] = "%s/%s" % (name, sub["path"])
                 inner.append(repos.Found(top=os.path.join(code[name]["path"], sub["path"]), name=sub["repo"],
                                          found_by=["submodule"]))
-    if inner:
-        results = parallel([_bind(ctx, f, deadline, redactor, private) for f in inner], deadline + 0.3, ctx.clock)
-        for f, res in zip(inner, results):
-            if isinstance(res, tuple):
-                code[f.name] = res[0]
-                out.warnings.extend(res[1])
-    out.data = {"code": code}
+    _collect_all(ctx, inner, deadline, redactor, private, code, problems)
+
+    out = Outcome(data={"code": code}, warnings=problems + notes)
     if all(not r.get("commit") and r.get("absent_reason") for r in code.values()):
         out.status = "absent"
-    elif out.warnings or any(r.get("dirty") is None for r in code.values()):
+    elif any("timed out" in w or "did not finish" in w for w in problems):
+        out.status = "timeout"  # a hung git is not a missing repo: --strict must see it
+    elif problems or any(r.get("dirty") is None for r in code.values()):
         out.status = "partial"
     return out
+
+
+def _collect_all(ctx: Context, found: List[repos.Found], deadline: float, redactor: Any,
+                 private: Optional[Dict[str, bytes]], code: Dict[str, Any], problems: List[str]) -> None:
+    """Collect ``found`` in parallel into ``code``; a repo that did not finish still gets a record."""
+    if not found:
+        return
+    results = parallel([_bind(ctx, f, deadline, redactor, private) for f in found], deadline + 0.3, ctx.clock)
+    for f, res in zip(found, results):
+        if isinstance(res, tuple):
+            rec, warns = res
+            problems.extend(warns)
+        else:
+            why = "collection did not finish" if res is None else "collection crashed: %s" % res
+            rec = {"path": f.top, "found_by": f.found_by, "commit": None, "dirty": None, "dirty_unknown_reason": why}
+            problems.append("%s: %s" % (f.name, why))
+        code[f.name] = rec
 
 
 def _bind(ctx: Context, f: repos.Found, deadline: float, redactor: Any,
