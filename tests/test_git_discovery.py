@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-from conftest import git, make_repo
+import pytest
+from conftest import ROOT, git, make_repo
 from helpers_git import env_for, probe_doc
 
-from relaxrepro import repos
+from relaxrepro import gitfs, repos
 
 
 def _editable(site, dist_dir: str, name: str, src) -> None:
@@ -128,13 +129,7 @@ def test_nested_repo_wins_over_the_outer_one(tmp_path):
 
 
 def test_relaxrepro_own_checkout_on_pythonpath_is_not_part_of_the_run(tmp_path, repo):
-    from conftest import ROOT
-
-    from relaxrepro import gitfs
-
     if gitfs.find_toplevel(str(ROOT)) != str(ROOT):
-        import pytest
-
         pytest.skip("relaxrepro runs from outside a git checkout here")
     doc = probe_doc(tmp_path, repo, env=env_for(tmp_path, PYTHONPATH=str(ROOT)))
     assert list(doc["code"]) == ["repo"]

@@ -462,3 +462,22 @@ def test_cli_without_git_on_path_still_writes_a_valid_manifest(tmp_path, repo):
     doc = generate(tmp_path, env=env, cwd=repo)
     assert doc["code"]["repo"]["dirty"] is None
     assert doc["collection"]["probes"]["git"]["status"] == "partial"
+
+
+def test_api_repos_and_private_patch(tmp_path, repo, monkeypatch):
+    from relaxrepro import collect_manifest, write_manifest
+
+    other = make_repo(tmp_path / "Megatron-LM")
+    (other / "README.md").write_text("local hack\n")
+    monkeypatch.chdir(str(repo))
+    m = collect_manifest(argv=["python", "train.py"], env=env_for(tmp_path), repos={"megatron": other},
+                         private_patch=True)
+    assert m is not None and m["code"]["megatron"]["found_by"] == ["explicit"]
+    out = tmp_path / "out"
+    out.mkdir()
+    path = write_manifest(m, out)
+    doc = json.loads(open(path).read())
+    validate_manifest(doc)
+    private = out / ("manifest_%s.megatron.private.patch" % doc["run_id"])
+    assert private.stat().st_mode & 0o777 == 0o600
+    assert hashlib.sha256(private.read_bytes()).hexdigest() == doc["code"]["megatron"]["patch"]["sha256"]
