@@ -276,13 +276,15 @@ def test_many_untracked_files_are_counted_exactly_and_listed_up_to_the_cap(tmp_p
 
 def test_redacted_patch_marks_its_lines_and_says_it_does_not_restore_exactly(tmp_path, repo):
     (repo / "paths.py").write_text("DATA = 'x'\nCACHE = '/home/alice/.cache/hf'\n")
-    rec = only(probe_doc(tmp_path, repo))
+    doc = probe_doc(tmp_path, repo)
+    rec = only(doc)
     patch = rec["patch"]
     lines = patch["text"].split("\n")
     assert [lines[n - 1] for n in patch["redacted_lines"]] == ["+CACHE = '<HOME>/.cache/hf'"]
     assert "alice" not in json.dumps(rec)
     assert patch["sha256"] != patch["stored_sha256"] == hashlib.sha256(stored_patch(patch)).hexdigest()
     assert patch["restores_exactly"] is False
+    assert doc["collection"]["redactions"] == {"home-path": 1}
 
 
 def test_patch_adding_a_token_does_not_carry_it(tmp_path, repo):
@@ -481,3 +483,17 @@ def test_api_repos_and_private_patch(tmp_path, repo, monkeypatch):
     private = out / ("manifest_%s.megatron.private.patch" % doc["run_id"])
     assert private.stat().st_mode & 0o777 == 0o600
     assert hashlib.sha256(private.read_bytes()).hexdigest() == doc["code"]["megatron"]["patch"]["sha256"]
+
+
+def test_untracked_files_beyond_the_limits_are_counted_not_embedded(tmp_path, repo, monkeypatch):
+    from relaxrepro.probes import git as git_probe
+
+    monkeypatch.setattr(git_probe, "UNTRACKED_CONSIDERED", 5)
+    monkeypatch.setattr(git_probe, "EMBED_TOTAL_MAX", 25)
+    for i in range(8):
+        (repo / ("f%d.txt" % i)).write_text("0123456789\n")
+    patch = only(probe_doc(tmp_path, repo))["patch"]
+    assert patch["files"] == ["f0.txt", "f1.txt"]  # 11 + 11 bytes; the third would pass 25
+    assert [(f["path"], f["reason"]) for f in patch["skipped_untracked"]] == [
+        ("f2.txt", "patch budget spent"), ("f3.txt", "patch budget spent"), ("f4.txt", "patch budget spent")]
+    assert patch["untracked_over_limit"] == 3 and patch["restores_exactly"] is False

@@ -248,6 +248,7 @@ class PatchParts:
     files: List[str] = field(default_factory=list)
     binary_untracked: List[Dict[str, Any]] = field(default_factory=list)
     skipped_untracked: List[Dict[str, Any]] = field(default_factory=list)
+    untracked_over_limit: int = 0
     incomplete: Optional[str] = None
 
 
@@ -258,11 +259,9 @@ def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
     """
     budget = EMBED_TOTAL_MAX
     base = os.fsencode(top)
-    for i, name in enumerate(names):
-        if i >= UNTRACKED_CONSIDERED:
-            parts.skipped_untracked.append({"path": "(%d more)" % (len(names) - i), "size": None,
-                                            "reason": "over the %d-file limit" % UNTRACKED_CONSIDERED})
-            break
+    chunks = [parts.body]
+    parts.untracked_over_limit = max(len(names) - UNTRACKED_CONSIDERED, 0)
+    for name in names[:UNTRACKED_CONSIDERED]:
         path = os.path.join(base, name)
         shown = show(name)
         if name.endswith(b"/"):
@@ -278,7 +277,7 @@ def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
                 target = os.readlink(path)
             except OSError:
                 target = b""
-            parts.body += new_file_patch(name, target, "120000")
+            chunks.append(new_file_patch(name, target, "120000"))
             parts.files.append(shown)
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -290,17 +289,21 @@ def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
             continue
         try:
             with open(path, "rb") as fh:
-                content = fh.read(EMBED_FILE_MAX + 1)
+                content = fh.read(min(EMBED_FILE_MAX, budget) + 1)
         except OSError as exc:
             parts.skipped_untracked.append({"path": shown, "size": st.st_size,
                                             "reason": exc.strerror or "unreadable"})
+            continue
+        if len(content) > min(EMBED_FILE_MAX, budget):  # it grew since the stat (a log being written)
+            parts.skipped_untracked.append({"path": shown, "size": len(content), "reason": "growing"})
             continue
         if b"\0" in content[:8000]:  # git's own binary test
             parts.binary_untracked.append({"path": shown, "size": st.st_size})
             continue
         budget -= len(content)
-        parts.body += new_file_patch(name, content, "100755" if st.st_mode & 0o111 else "100644")
+        chunks.append(new_file_patch(name, content, "100755" if st.st_mode & 0o111 else "100644"))
         parts.files.append(shown)
+    parts.body = b"".join(chunks)
 
 
 def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], bytes]:
@@ -328,8 +331,10 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
         rec["binary_untracked"] = parts.binary_untracked
     if parts.skipped_untracked:
         rec["skipped_untracked"] = parts.skipped_untracked
+    if parts.untracked_over_limit:
+        rec["untracked_over_limit"] = parts.untracked_over_limit
     rec["restores_exactly"] = not (changed or parts.binary_untracked or parts.skipped_untracked
-                                   or parts.incomplete)
+                                   or parts.untracked_over_limit or parts.incomplete)
     if parts.incomplete:
         rec["incomplete"] = parts.incomplete
     return rec, original
@@ -614,6 +619,9 @@ def collect(ctx: Context) -> Outcome:
     _collect_all(ctx, inner, deadline, redactor, private, code, problems)
 
     out = Outcome(data={"code": code}, warnings=problems + notes)
+    counts = {k: v for k, v in getattr(redactor, "counts", {}).items() if v}
+    if counts:  # patches were redacted here, before the document pass: count them with the rest
+        out.data["collection"] = {"redactions": counts}
     if all(not r.get("commit") and r.get("absent_reason") for r in code.values()):
         out.status = "absent"
     elif any("timed out" in w or "did not finish" in w for w in problems):
