@@ -162,6 +162,18 @@ def test_submodule_with_changes_inside_gets_its_own_record(tmp_path):
     round_trip(top / "third_party" / "lib", inner, tmp_path / "clone")
 
 
+def test_dirty_submodule_also_on_pythonpath_is_recorded_once(tmp_path):
+    lib = make_repo(tmp_path / "lib")
+    top = make_repo(tmp_path / "top")
+    git(top, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "megatron")
+    git(top, "commit", "-qm", "add")
+    (top / "megatron" / "README.md").write_text("patched\n")
+    doc = probe_doc(tmp_path, top, env=env_for(tmp_path, PYTHONPATH=str(top / "megatron")))
+    assert sorted(doc["code"]) == ["megatron", "top"]
+    assert doc["code"]["top"]["submodules"][0]["repo"] == "megatron"
+    assert doc["code"]["megatron"]["found_by"] == ["pythonpath"] and doc["code"]["megatron"]["dirty"] is True
+
+
 def test_uninitialized_submodule_is_listed(tmp_path):
     lib = make_repo(tmp_path / "lib")
     top = make_repo(tmp_path / "top")

@@ -610,12 +610,16 @@ def collect(ctx: Context) -> Outcome:
     # A submodule with changes inside gets its own record (and patch), keyed "<repo>/<path>": the
     # superproject's patch leaves submodules out, as `git apply` cannot reach into them.
     inner = []
+    known = {os.path.realpath(f.top): f.name for f in found}
     for name in sorted(code):
         for sub in code[name].get("submodules") or []:
             if sub.get("initialized") and (sub.get("dirty") or sub.get("untracked")):
+                top = os.path.join(code[name]["path"], sub["path"])
+                if os.path.realpath(top) in known:  # also on PYTHONPATH, say: recorded once
+                    sub["repo"] = known[os.path.realpath(top)]
+                    continue
                 sub["repo"] = "%s/%s" % (name, sub["path"])
-                inner.append(repos.Found(top=os.path.join(code[name]["path"], sub["path"]), name=sub["repo"],
-                                         found_by=["submodule"]))
+                inner.append(repos.Found(top=top, name=sub["repo"], found_by=["submodule"]))
     _collect_all(ctx, inner, deadline, redactor, private, code, problems)
 
     out = Outcome(data={"code": code}, warnings=problems + notes)
