@@ -423,6 +423,7 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     if ctx.which("git") is None:
         rec["dirty"] = None
         rec["dirty_unknown_reason"] = "git not found on PATH: commit and branch read from .git files"
+        warnings.append("%s: git not found on PATH: dirty state unknown" % found.name)
         _add_submodules(rec, found.top, modules, {}, None)
         return _prune(rec), warnings
     if gd.bare:
@@ -463,6 +464,9 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     if st["branch"] and not st["detached"]:
         rec["branch"] = st["branch"]
         rec.pop("detached", None)
+    elif st["detached"]:
+        rec["detached"] = True
+        rec.pop("branch", None)
     if st["upstream"]:
         rec["upstream"] = {"name": st["upstream"], "ahead": st["ahead"], "behind": st["behind"]}
     rec["dirty"] = is_dirty(st["changed"])
