@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
     fp.add_argument("paths", metavar="PATH", nargs="+")
     fp.add_argument("--json", action="store_true", help="print the results as JSON")
+    gen.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
+                     help="also record the git repository at PATH under code.NAME (repeatable)")
+    gen.add_argument("--private-patch", action="store_true",
+                     help="also keep each unredacted patch in a mode-0600 sidecar (for this machine only)")
     return parser
 
 
@@ -141,6 +145,24 @@ def _rank(env: dict) -> Optional[int]:
     return None
 
 
+_REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _parse_repos(items: Sequence[str]) -> Tuple[dict, Optional[str]]:
+    """``--repo NAME=PATH`` values -> ({name: path}, None) or ({}, the problem in one line)."""
+    repos: dict = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            return {}, "--repo %r: expected NAME=PATH (e.g. --repo megatron=/opt/Megatron-LM)" % item
+        if not _REPO_NAME_RE.match(name):
+            return {}, "--repo %r: NAME may hold letters, digits, '.', '_' and '-' only" % item
+        if name in repos:
+            return {}, "--repo %r: NAME %s given twice" % (item, name)
+        repos[name] = path
+    return repos, None
+
+
 def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     env = dict(os.environ)
     rank = _rank(env)
@@ -149,6 +171,11 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
         sys.stderr.write("relaxrepro generate: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
                          % args.run_id)
+        return EXIT_USAGE
+
+    repos, problem = _parse_repos(args.repo)
+    if problem:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % problem)
         return EXIT_USAGE
 
     from . import manifest
@@ -160,7 +187,8 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     except ValueError as exc:
         sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
         return EXIT_USAGE
-    options = {"env_prefixes": list(args.env_prefix), "data": list(args.data)}
+    options = {"env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
+               "private_patch": args.private_patch}
     if args.python:
         options["python"] = args.python
     if args.args_json is not None:
