@@ -9,16 +9,20 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, git, python, system
+from . import command, git, python, ray, scheduler, system, training
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
     Probe("python", python.collect),
     Probe("system", system.collect),
     Probe("git", git.collect),
+    Probe("ray", ray.collect),
+    Probe("scheduler", scheduler.collect),
 )
 
-DERIVERS: Tuple[Deriver, ...] = ()
+DERIVERS: Tuple[Deriver, ...] = (
+    Deriver("training", training.derive),
+)
 
 
 def _check_unique() -> None:
