@@ -81,6 +81,7 @@ class NetnsCluster:
         self.bindir.mkdir()
         # Only the ray CLI of the test venv goes on PATH, so `ray` resolves to it and nothing else does.
         (self.bindir / "ray").symlink_to(RAY_BIN)
+        self.python = sys.executable
         self.started = False
 
     def env(self, **extra: str) -> Dict[str, str]:

@@ -4,6 +4,7 @@ and the collector driven by fake ``ray`` executables replaying those captures.""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -266,3 +267,32 @@ def test_ray_address_env_wins_and_is_passed_through(tmp_path):
     rt = out.data["runtime"]
     assert rt["mode"] == "single_node_ray" and rt["nodes"][0]["role"] == "head"
     assert rt["ray"]["address"] == "http://127.0.0.1:8265" and rt["ray"]["address_source"] == "env"
+
+
+def test_generate_without_ray_calls_no_ray_at_all(tmp_path):
+    """End to end, in a fresh PID namespace (its own /proc: no raylet of any other cluster on this
+    machine is visible): mode local, and a ``ray`` on PATH that records its calls is never run."""
+    import os
+    import shutil
+    import subprocess
+
+    from conftest import ROOT, clean_env
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare for a private /proc")
+    if Path("/tmp/ray/ray_current_cluster").exists():
+        pytest.skip("a Ray cluster on this machine left /tmp/ray/ray_current_cluster")
+    log = tmp_path / "calls.log"
+    _recording_ray(tmp_path / "bin", log)
+    (tmp_path / "t").mkdir()
+    env = clean_env(PATH="%s:%s" % (tmp_path / "bin", os.environ.get("PATH", "/usr/bin")), TMPDIR=str(tmp_path / "t"))
+    env.pop("RAY_ADDRESS", None)
+    out = tmp_path / "m.json"
+    res = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-m", "relaxrepro",
+                          "generate", "--output", str(out)], env=env, cwd=str(ROOT), capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    assert doc["runtime"]["mode"] == "local"
+    assert doc["collection"]["probes"]["ray"]["status"] == "absent"
+    assert not log.exists()
