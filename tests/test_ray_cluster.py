@@ -41,7 +41,12 @@ def _generate(cluster: NetnsCluster, tmp_path: Path, **env: str) -> dict:
 
 
 def test_generate_sees_two_nodes_with_roles_and_accelerator(cluster, tmp_path):
-    doc = _generate(cluster, tmp_path)
+    # On a busy 2-core test machine one `ray list nodes` can take past its 3.5 s cap (it is ~1 s idle):
+    # only such a timeout earns another try; any other outcome is checked as is.
+    for _attempt in range(3):
+        doc = _generate(cluster, tmp_path)
+        if doc["collection"]["probes"]["ray"]["status"] != "timeout":
+            break
     rt = doc["runtime"]
     assert doc["collection"]["probes"]["ray"]["status"] == "ok", doc["collection"]["probes"]["ray"]
     assert rt["mode"] == "multi_node_ray" and rt["node_count"] == 2
@@ -66,7 +71,7 @@ def test_stale_address_file_costs_no_more_than_the_budget(cluster, tmp_path):
     doc = _generate(cluster, tmp_path, RAY_TMPDIR=str(stale), TMPDIR=str(stale))
     assert time.monotonic() - t0 < 15  # interpreter start + 6 s deadline, on a loaded machine
     entry = doc["collection"]["probes"]["ray"]
-    assert entry["status"] == "timeout" and entry["seconds"] <= 4.5
+    assert entry["status"] == "timeout" and entry["seconds"] <= 4.3  # the probe budget is 4 s
     assert doc["runtime"]["ray"]["address"] == "127.0.0.1:6399"
     assert doc["runtime"]["ray"]["reachable"] is False
 

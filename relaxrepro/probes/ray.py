@@ -22,8 +22,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..context import Context
 from ..runner import Outcome
 
-CALL_TIMEOUT_S = 2.5
-"""Cap for each ray CLI call; a healthy call takes 0.8-1.1 s on a loaded 2-core machine."""
+CALL_TIMEOUT_S = 3.5
+"""Cap for each ray CLI call. A healthy ``ray list nodes`` takes ~1 s on an idle 2-core machine but
+2.6-3.5 s at load average 5 (measured here, Ray 2.60), so 2.5 s would call a busy node "unreachable";
+a stale address hangs ~41 s, so some cap below the 4 s probe budget is needed anyway."""
 
 HEAD_RESOURCE = "node:__internal_head__"
 """How Ray itself tells the head (``autoscaler/v2/utils.py``); ``ray.nodes()`` has no IsHeadNode key."""
@@ -435,7 +437,7 @@ def collect(ctx: Context) -> Outcome:
 
     env = dict(ctx.env)
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # never let a probe make Ray report to usage-stats.ray.io
-    cap = min(CALL_TIMEOUT_S, ctx.budget())
+    cap = min(CALL_TIMEOUT_S, max(ctx.budget() - 0.2, 0.1))
     got = _parallel({
         "list": lambda: ctx.run(["ray", "list", "nodes", "--format", "json", "--limit", "10000"],
                                 timeout=cap, env=env),
