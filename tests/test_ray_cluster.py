@@ -13,6 +13,8 @@ import pytest
 from conftest import validate_manifest
 from helpers_ray import NetnsCluster, ray_cluster_unavailable
 
+from relaxrepro.probes import ray as ray_probe
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 _why = ray_cluster_unavailable()
@@ -40,26 +42,50 @@ def _generate(cluster: NetnsCluster, tmp_path: Path, **env: str) -> dict:
     return doc
 
 
-def test_generate_sees_two_nodes_with_roles_and_accelerator(cluster, tmp_path):
-    # On a busy 2-core test machine one `ray list nodes` can take past its 3.5 s cap (it is ~1 s idle):
-    # only such a timeout earns another try; any other outcome is checked as is.
-    for _attempt in range(3):
-        doc = _generate(cluster, tmp_path)
-        if doc["collection"]["probes"]["ray"]["status"] != "timeout":
-            break
+def _assert_two_node_manifest(doc: dict) -> None:
     rt = doc["runtime"]
     assert doc["collection"]["probes"]["ray"]["status"] == "ok", doc["collection"]["probes"]["ray"]
     assert rt["mode"] == "multi_node_ray" and rt["node_count"] == 2
-    assert rt["ray"]["source"] == "list_nodes"
+    assert rt["ray"]["source"] == "list_nodes" and rt["ray"]["address_source"] == "address_file"
     assert rt["ray"]["version"] == rt["ray"]["cli_version"] == "2.60.0" and rt["ray"]["mismatch"] is False
     head, worker = rt["nodes"]
     assert (head["role"], head["address"], head["resources"]["CPU"]) == ("head", "127.0.0.1", 2)
     assert (worker["role"], worker["address"]) == ("worker", "127.0.0.2")
     assert worker["resources"]["GPU"] == 1 and worker["resources"]["accelerator_type:H100"] == 1
     assert worker["labels"]["ray.io/accelerator-type"] == "H100"
+    assert rt["totals"]["GPU"] == 1 and rt["totals"]["CPU"] == 3
     # training: world size from Ray's GPUs, data parallel derived
     assert doc["training"]["world_size"] == 1 and doc["training"]["world_size_source"] == "ray"
     assert doc["training"]["parallel_topology"] == {"tensor": 1, "data": 1}
+
+
+def test_collection_sees_two_nodes_with_roles_and_accelerator(cluster, tmp_path):
+    """The whole collection inside the namespace, with a probe budget a loaded test machine cannot
+    exhaust (``ray list nodes`` took 2.6-3.5 s here at load average 5, and more at 29)."""
+    script = tmp_path / "collect.py"
+    script.write_text(textwrap.dedent("""
+        import json, os, sys
+        from relaxrepro import manifest
+        from relaxrepro.context import Context
+        ctx = Context(env=dict(os.environ), argv=["python", "train.py", "--tp", "1"], argv_source="cli",
+                      probe_budget_s=40, deadline_s=45, options={"ray_timeout_s": 35})
+        json.dump(manifest.build(ctx), sys.stdout)
+    """))
+    doc = json.loads(cluster.run(cluster.python, str(script), timeout=90).stdout)
+    validate_manifest(doc)
+    _assert_two_node_manifest(doc)
+
+
+def test_generate_cli_sees_two_nodes(cluster, tmp_path):
+    doc = _generate(cluster, tmp_path)
+    if doc["collection"]["probes"]["ray"]["status"] == "timeout":
+        # Only a machine too busy for the 3.5 s cap excuses a timeout here: prove it by timing the call.
+        t0 = time.monotonic()
+        cluster.run("ray", "list", "nodes", "--format", "json", timeout=120)
+        took = time.monotonic() - t0
+        assert took > ray_probe.CALL_TIMEOUT_S * 0.8, "ray list nodes took only %.1f s, yet timed out" % took
+        pytest.skip("machine too loaded: ray list nodes took %.1f s, over the probe's cap" % took)
+    _assert_two_node_manifest(doc)
 
 
 def test_stale_address_file_costs_no_more_than_the_budget(cluster, tmp_path):

@@ -19,6 +19,7 @@ import re
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .. import proc
 from ..context import Context
 from ..runner import Outcome
 
@@ -384,13 +385,24 @@ def _mode(node_count: int) -> str:
     return "single_node_ray" if node_count == 1 else "multi_node_ray"
 
 
+def _call_timeout(ctx: Context) -> float:
+    """``options["ray_timeout_s"]`` (API callers with a larger probe budget) or the default cap."""
+    value = ctx.options.get("ray_timeout_s")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return CALL_TIMEOUT_S
+
+
 def _parallel(calls: Dict[str, Any]) -> Dict[str, Any]:
     """Run zero-argument callables in threads; the results by name (each call has its own timeout)."""
     results: Dict[str, Any] = {}
     threads = []
     for name, fn in calls.items():
         def body(name: str = name, fn: Any = fn) -> None:
-            results[name] = fn()
+            try:
+                results[name] = fn()
+            except Exception as exc:  # proc.run reports rather than raises; this keeps that promise here
+                results[name] = proc.ProcResult(argv=[name], error="%s: %s" % (type(exc).__name__, exc))
         t = threading.Thread(target=body, name="relaxrepro-ray-" + name, daemon=True)
         t.start()
         threads.append(t)
@@ -437,7 +449,7 @@ def collect(ctx: Context) -> Outcome:
 
     env = dict(ctx.env)
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # never let a probe make Ray report to usage-stats.ray.io
-    cap = min(CALL_TIMEOUT_S, max(ctx.budget() - 0.2, 0.1))
+    cap = min(_call_timeout(ctx), max(ctx.budget() - 0.2, 0.1))
     got = _parallel({
         "list": lambda: ctx.run(["ray", "list", "nodes", "--format", "json", "--limit", "10000"],
                                 timeout=cap, env=env),
@@ -459,7 +471,7 @@ def collect(ctx: Context) -> Outcome:
         out.warn("ray list nodes failed: " + _failure(list_res))
     if summary is None and not list_res.timed_out and ctx.budget() > 0.2:
         # No dashboard (plain `ray`, or --include-dashboard=false): the autoscaler text still has counts.
-        status_res = ctx.run(["ray", "status", "-v"], timeout=min(CALL_TIMEOUT_S, ctx.budget()), env=env)
+        status_res = ctx.run(["ray", "status", "-v"], timeout=min(_call_timeout(ctx), ctx.budget()), env=env)
         if status_res.ok and status_res.stdout.strip():
             summary = parse_status_text(status_res.stdout)
             _mark_local(summary["nodes"], raylets)
