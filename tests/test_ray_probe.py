@@ -296,3 +296,36 @@ def test_generate_without_ray_calls_no_ray_at_all(tmp_path):
     assert doc["runtime"]["mode"] == "local"
     assert doc["collection"]["probes"]["ray"]["status"] == "absent"
     assert not log.exists()
+
+
+@pytest.mark.parametrize("name,rc,message", [
+    ("ray_list_nodes_2node_nodash.json.stderr", 2, "Error: Failed to make request to http://127.0.0.1:8265/api/v0/nodes"),
+    ("ray_list_nodes_stale_address_file.json.stderr", 1,
+     "ray.exceptions.RpcError: Timed out while waiting for GCS to become available."),
+    ("ray_status_format_json.txt.stderr", 2, "Error: No such option '--format'."),
+    ("ray_status_no_cluster.txt.stderr", 1, "ConnectionError: Could not find any running Ray instance."),
+], ids=["no-dashboard", "stale-address", "status-has-no-format-option", "no-cluster"])
+def test_failure_message_is_the_reason_not_the_log_noise(name, rc, message):
+    from relaxrepro.proc import ProcResult
+
+    got = ray._failure(ProcResult(argv=["ray", "list"], rc=rc, stderr=fixture(name)))
+    assert message in got
+    assert "8.8.8.8" not in got  # the loopback-namespace warning Ray prints first
+
+
+def test_collector_outputs_fit_the_schema(tmp_path):
+    """Every shape the collector produces validates as a manifest's runtime."""
+    from conftest import validate_manifest
+
+    base = {"schema_version": "1.0", "run_id": "r", "generated_at": "2026-12-02T00:00:00Z", "command": {},
+            "code": {}, "config": {}, "environment": {}, "hardware": {}, "training": {}, "collection": {}}
+    shapes = [
+        ray.parse_list_nodes(fixture("ray_list_nodes_2node_worker_dead.json")),
+        ray.parse_status_text(fixture("ray_status_v_2node_2.9.3.txt")),
+        ray.runtime_from_ray_nodes(json.loads(fixture("ray_nodes_api_2node.json")), {"CPU": 3.0}, "2.60.0"),
+    ]
+    (tmp_path / "bin").mkdir()
+    root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID], ray_version="2.60.0")
+    shapes.append(ray.collect(_ctx(root, tmp_path / "bin")).data["runtime"])
+    for runtime in shapes:
+        validate_manifest(dict(base, runtime=runtime))
