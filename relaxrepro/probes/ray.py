@@ -484,9 +484,10 @@ def collect(ctx: Context) -> Outcome:
         out.status = "timeout"
     if summary is None:
         return _from_raylets(out, raylets, ray_info, None)
-    if "version" not in ray_info and ray_info.get("cli_version") and "mismatch" not in ray_info:
-        # The CLI refuses a cluster of another version (rc 1, "Ray version mismatch"), so it got an
-        # answer only from a cluster of its own version.
+    if "version" not in ray_info and ray_info.get("cli_version") and ray_info.get("source") == "status_text":
+        # `ray status` refuses a cluster of another version (rc 1, "Ray version mismatch"), so its
+        # answer came from a cluster of its own version. `ray list` goes through the dashboard and
+        # was not seen to check, so it proves nothing about the cluster's version.
         ray_info["version"] = ray_info["cli_version"]
     _finish_versions(ray_info, out)
     runtime = dict(summary)
