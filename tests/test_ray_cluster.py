@@ -42,12 +42,14 @@ def _generate(cluster: NetnsCluster, tmp_path: Path, **env: str) -> dict:
     return doc
 
 
-def _assert_two_node_manifest(doc: dict) -> None:
+def _assert_two_node_manifest(doc: dict, source: str, cli_version_may_time_out: bool = False) -> None:
     rt = doc["runtime"]
     assert doc["collection"]["probes"]["ray"]["status"] == "ok", doc["collection"]["probes"]["ray"]
     assert rt["mode"] == "multi_node_ray" and rt["node_count"] == 2
-    assert rt["ray"]["source"] == "list_nodes" and rt["ray"]["address_source"] == "address_file"
-    assert rt["ray"]["version"] == rt["ray"]["cli_version"] == "2.60.0" and rt["ray"]["mismatch"] is False
+    assert rt["ray"]["source"] == source and rt["ray"]["address_source"] == "address_file"
+    assert rt["ray"]["version"] == "2.60.0"
+    if not (cli_version_may_time_out and "cli_version" not in rt["ray"]):
+        assert rt["ray"]["cli_version"] == "2.60.0" and rt["ray"]["mismatch"] is False
     head, worker = rt["nodes"]
     assert (head["role"], head["address"], head["resources"]["CPU"]) == ("head", "127.0.0.1", 2)
     assert (worker["role"], worker["address"]) == ("worker", "127.0.0.2")
@@ -59,7 +61,9 @@ def _assert_two_node_manifest(doc: dict) -> None:
     assert doc["training"]["parallel_topology"] == {"tensor": 1, "data": 1}
 
 
-def test_collection_sees_two_nodes_with_roles_and_accelerator(cluster, tmp_path):
+@pytest.mark.parametrize("dashboard,source", [(True, "dashboard_api"), (False, "list_nodes")],
+                         ids=["dashboard-rest-api", "ray-list-nodes"])
+def test_collection_sees_two_nodes_with_roles_and_accelerator(cluster, tmp_path, dashboard, source):
     """The whole collection inside the namespace, with a probe budget a loaded test machine cannot
     exhaust (``ray list nodes`` took 2.6-3.5 s here at load average 5, and more at 29)."""
     script = tmp_path / "collect.py"
@@ -68,29 +72,21 @@ def test_collection_sees_two_nodes_with_roles_and_accelerator(cluster, tmp_path)
         from relaxrepro import manifest
         from relaxrepro.context import Context
         ctx = Context(env=dict(os.environ), argv=["python", "train.py", "--tp", "1"], argv_source="cli",
-                      probe_budget_s=40, deadline_s=45, options={"ray_timeout_s": 35})
+                      probe_budget_s=40, deadline_s=45, options={"ray_timeout_s": 35, "ray_dashboard": %s})
         json.dump(manifest.build(ctx), sys.stdout)
-    """))
+    """ % dashboard))
     doc = json.loads(cluster.run(cluster.python, str(script), timeout=90).stdout)
     validate_manifest(doc)
-    _assert_two_node_manifest(doc)
+    _assert_two_node_manifest(doc, source)
 
 
 def test_generate_cli_sees_two_nodes(cluster, tmp_path):
-    # The logic is proven by the test above with room to spare; this one is the CLI's wiring under the
-    # real 4 s budget. On a busy test machine `ray list nodes` can pass its 3.5 s cap (it is ~1 s idle),
-    # so only such timeouts earn another try, and three in a row skip rather than fail.
-    for _attempt in range(3):
-        doc = _generate(cluster, tmp_path)
-        assert doc["runtime"]["ray"]["address"] == "127.0.0.1:6379"
-        assert doc["runtime"]["ray"]["address_source"] == "address_file"
-        entry = doc["collection"]["probes"]["ray"]
-        if entry["status"] != "timeout":
-            break
-        assert entry["warnings"][0].startswith("ray list nodes failed: timed out")
-    else:
-        pytest.skip("machine too loaded: ray list nodes passed its %.1f s cap three times" % ray_probe.CALL_TIMEOUT_S)
-    _assert_two_node_manifest(doc)
+    # The real 4 s budget: the dashboard answers in milliseconds even when the machine is too busy
+    # for a ray CLI call within its cap; only `ray --version` (the CLI side of the mismatch check)
+    # may miss it then, and is left out rather than guessed.
+    doc = _generate(cluster, tmp_path)
+    _assert_two_node_manifest(doc, "dashboard_api", cli_version_may_time_out=True)
+    assert doc["collection"]["probes"]["ray"]["seconds"] <= ray_probe.CALL_TIMEOUT_S + 0.3
 
 
 def test_stale_address_file_costs_no_more_than_the_budget(cluster, tmp_path):

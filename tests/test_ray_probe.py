@@ -157,10 +157,13 @@ def test_raylet_cmdlines_give_role_resources_and_gcs():
 
 # -- the collector -----------------------------------------------------------------------------------
 
-def _ctx(root: Path, bindir: Path, **env: str) -> Context:
+def _ctx(root: Path, bindir: Path, dashboard: bool = False, port: int = 8265, **env: str) -> Context:
+    # The dashboard leg is off unless a test serves one: an address file saying 127.0.0.1:6379 must
+    # not make a unit test talk to whatever listens on this machine's port 8265.
     base = {"PATH": str(bindir), "TMPDIR": "/tmp"}
     base.update(env)
-    return Context(env=base, root=str(root), deadline_s=6.0)
+    return Context(env=base, root=str(root), deadline_s=6.0,
+                   options={"ray_dashboard": dashboard, "ray_dashboard_port": port})
 
 
 def _recording_ray(bindir: Path, log: Path, body: str = "exit 1") -> None:
@@ -331,3 +334,139 @@ def test_collector_outputs_fit_the_schema(tmp_path):
     shapes.append(ray.collect(_ctx(root, tmp_path / "bin")).data["runtime"])
     for runtime in shapes:
         validate_manifest(dict(base, runtime=runtime))
+
+
+# -- the dashboard's REST API (what `ray list nodes` asks, without starting a Python) -------------------
+
+dashboard_routes: list = []
+
+@pytest.mark.parametrize("name,version", [
+    ("rest_dash_api_v0_nodes_2node.json", "2.60.0"), ("rest_dash_api_v0_nodes_2node_2.9.3.json", "2.9.3"),
+], ids=["ray-2.60-two-nodes", "ray-2.9.3-two-nodes"])
+def test_dashboard_nodes_match_list_nodes(name, version):
+    got = ray.parse_dashboard_nodes(fixture(name))
+    assert got["node_count"] == 2 and [n["role"] for n in got["nodes"]] == ["head", "worker"]
+    assert got["nodes"][1]["resources"]["accelerator_type:H100"] == 1
+    assert 13 < got["nodes"][0]["resources"]["memory_gb"] < 17  # raw bytes here, "16.1 GiB" in the CLI
+    suffix = "_2.9.3" if version == "2.9.3" else ""
+    assert ray.parse_dashboard_version(fixture("rest_dash_api_version_2node%s.json" % suffix)) == version
+
+
+def test_dashboard_dead_worker_and_bad_answers():
+    got = ray.parse_dashboard_nodes(fixture("rest_dash_api_v0_nodes_2node_worker_dead.json"))
+    assert got["node_count"] == 1 and len(got["dead_nodes"]) == 1
+    for bad in ('{"result": false, "msg": "boom", "data": {}}', "[]", '{"data": {"result": {"result": 3}}}'):
+        with pytest.raises(ValueError):
+            ray.parse_dashboard_nodes(bad)
+    assert ray.parse_dashboard_version("<html>") is None
+
+
+@pytest.mark.parametrize("address,url", [
+    ("127.0.0.1:6379", "http://127.0.0.1:8265"),
+    ("http://127.0.0.1:8265/", "http://127.0.0.1:8265"),
+    ("head-0.cluster:6379", "http://head-0.cluster:8265"),
+    ("auto", None), ("ray://head:10001", None), (None, None),
+])
+def test_dashboard_url(address, url):
+    assert ray.dashboard_url(address) == url
+
+
+@pytest.fixture
+def dashboard(tmp_path):
+    """A loopback HTTP server answering like Ray's dashboard from the captures."""
+    import http.server
+    import threading
+
+    routes = {"/api/v0/nodes": fixture("rest_dash_api_v0_nodes_2node.json"),
+              "/api/version": fixture("rest_dash_api_version_2node.json")}
+    dashboard_routes.clear()
+    dashboard_routes.append(routes)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = dashboard_routes[0].get(self.path.split("?")[0])
+            self.send_response(200 if body else 404)
+            self.end_headers()
+            self.wfile.write((body or "not found").encode())
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_dashboard_answers_so_list_nodes_is_not_run(tmp_path, dashboard):
+    log = tmp_path / "calls.log"
+    _replay_ray(tmp_path / "bin", log, list_rc=1, version="2.60.0")
+    out = ray.collect(_ctx(fake_root(tmp_path), tmp_path / "bin", dashboard=True, RAY_ADDRESS=dashboard))
+    assert out.status == "ok", out.warnings
+    rt = out.data["runtime"]
+    assert rt["mode"] == "multi_node_ray" and [n["role"] for n in rt["nodes"]] == ["head", "worker"]
+    assert rt["ray"]["source"] == "dashboard_api"
+    assert (rt["ray"]["version"], rt["ray"]["cli_version"], rt["ray"]["mismatch"]) == ("2.60.0", "2.60.0", False)
+    assert log.read_text().split() == ["--version"]
+
+
+def test_dashboard_answers_without_a_ray_command(tmp_path, dashboard):
+    (tmp_path / "bin").mkdir()
+    out = ray.collect(_ctx(fake_root(tmp_path), tmp_path / "bin", dashboard=True, RAY_ADDRESS=dashboard))
+    assert out.status == "ok" and out.data["runtime"]["node_count"] == 2
+    assert "cli_version" not in out.data["runtime"]["ray"]
+
+
+def test_dashboard_refused_falls_back_to_the_cli(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a loopback port that was free a moment ago: connection refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log = tmp_path / "calls.log"
+    _replay_ray(tmp_path / "bin", log, list_out=fixture("ray_list_nodes_2node.json"))
+    out = ray.collect(_ctx(fake_root(tmp_path), tmp_path / "bin", dashboard=True,
+                           RAY_ADDRESS="http://127.0.0.1:%d" % port))
+    assert out.data["runtime"]["ray"]["source"] == "list_nodes" and out.status == "ok"
+
+
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1])
+
+
+def test_dashboard_of_another_cluster_is_not_believed(tmp_path, dashboard):
+    """A local raylet of the hinted GCS, but the dashboard on that host lists other nodes (the capture
+    of another run): it is not this cluster's, so the CLI is asked instead."""
+    log = tmp_path / "calls.log"
+    _replay_ray(tmp_path / "bin", log, list_rc=2, list_err=fixture("ray_list_nodes_2node_nodash.json.stderr"),
+                status_out=fixture("ray_status_v_2node.txt"))
+    out = ray.collect(_ctx(fake_root(tmp_path, pids=[HEAD_PID]), tmp_path / "bin", dashboard=True,
+                           port=_port(dashboard)))
+    assert out.data["runtime"]["ray"]["source"] == "status_text"
+
+
+def test_dashboard_listing_the_local_raylet_is_believed(tmp_path, dashboard):
+    head_id = ray.parse_raylet_cmdline(raylet_cmdlines()[HEAD_PID])["node_id"]
+    # Same capture, with the head's id set to the local raylet's (as if captured in the same run).
+    dashboard_routes[0]["/api/v0/nodes"] = fixture("rest_dash_api_v0_nodes_2node.json").replace(
+        "ddd9b9707a61ec373b6c7ed5266d9c22e2ed2e62664a5c91de6038f0", head_id)
+    log = tmp_path / "calls.log"
+    _replay_ray(tmp_path / "bin", log)
+    out = ray.collect(_ctx(fake_root(tmp_path, pids=[HEAD_PID]), tmp_path / "bin", dashboard=True,
+                           port=_port(dashboard)))
+    rt = out.data["runtime"]
+    assert rt["ray"]["source"] == "dashboard_api" and rt["nodes"][0]["node_id"] == head_id
+    assert "list" not in log.read_text()
+
+
+def test_stale_address_file_never_asks_a_dashboard(tmp_path, dashboard):
+    """ray_current_cluster names a GCS no local raylet belongs to: port 8265 there may serve another
+    cluster, so only the CLI (which addresses that exact GCS) is asked."""
+    log = tmp_path / "calls.log"
+    _replay_ray(tmp_path / "bin", log, list_rc=1, status_rc=1,
+                list_err=fixture("ray_list_nodes_stale_address_file.json.stderr"))
+    root = fake_root(tmp_path, pids=[HEAD_PID], address_file="127.0.0.1:6399")
+    out = ray.collect(_ctx(root, tmp_path / "bin", dashboard=True, port=_port(dashboard)))
+    assert out.data["runtime"]["ray"].get("source") == "proc" and out.data["runtime"]["mode"] == "unknown"

@@ -17,7 +17,7 @@ import json
 import os
 import re
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import proc
 from ..context import Context
@@ -117,6 +117,34 @@ def parse_list_nodes(text: str) -> Dict[str, Any]:
     data = json.loads(text)
     if not isinstance(data, list):
         raise ValueError("ray list nodes: expected a JSON list, got %s" % type(data).__name__)
+    return summary_from_state_nodes(data)
+
+
+def parse_dashboard_nodes(text: str) -> Dict[str, Any]:
+    """The dashboard's ``GET /api/v0/nodes`` (what ``ray list nodes`` itself asks): the same node
+    records, wrapped in ``data.result.result``, memory in raw bytes. Raises ``ValueError``."""
+    obj = json.loads(text)
+    try:
+        data = obj["data"]["result"]["result"]
+    except (KeyError, TypeError):
+        raise ValueError("dashboard /api/v0/nodes: no data.result.result in the answer") from None
+    if not isinstance(data, list):
+        raise ValueError("dashboard /api/v0/nodes: expected a list of nodes")
+    return summary_from_state_nodes(data)
+
+
+def parse_dashboard_version(text: str) -> Optional[str]:
+    """The cluster's Ray version from the dashboard's ``GET /api/version``."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    value = obj.get("ray_version") if isinstance(obj, dict) else None
+    return str(value) if value else None
+
+
+def summary_from_state_nodes(data: Sequence[Any]) -> Dict[str, Any]:
+    """Node records of Ray's state API (``NodeState``: CLI and dashboard alike) -> node summary."""
     nodes: List[Dict[str, Any]] = []
     dead: List[Dict[str, Any]] = []
     for item in data:
@@ -393,22 +421,23 @@ def _call_timeout(ctx: Context) -> float:
     return CALL_TIMEOUT_S
 
 
-def _parallel(calls: Dict[str, Any]) -> Dict[str, Any]:
-    """Run zero-argument callables in threads; the results by name (each call has its own timeout)."""
-    results: Dict[str, Any] = {}
-    threads = []
-    for name, fn in calls.items():
-        def body(name: str = name, fn: Any = fn) -> None:
-            try:
-                results[name] = fn()
-            except Exception as exc:  # proc.run reports rather than raises; this keeps that promise here
-                results[name] = proc.ProcResult(argv=[name], error="%s: %s" % (type(exc).__name__, exc))
-        t = threading.Thread(target=body, name="relaxrepro-ray-" + name, daemon=True)
-        t.start()
-        threads.append(t)
-    for t in threads:
+def _background(fn: Callable[[], Any]) -> Callable[[], Any]:
+    """Start ``fn`` in a thread; the returned callable waits for its result (``fn`` has its own timeout)."""
+    box: List[Any] = []
+
+    def body() -> None:
+        try:
+            box.append(fn())
+        except Exception as exc:  # proc.run reports rather than raises; this keeps that promise here
+            box.append(proc.ProcResult(argv=["ray"], error="%s: %s" % (type(exc).__name__, exc)))
+
+    t = threading.Thread(target=body, name="relaxrepro-ray-version", daemon=True)
+    t.start()
+
+    def wait() -> Any:
         t.join()
-    return results
+        return box[0]
+    return wait
 
 
 def _failure(res: Any) -> str:
@@ -432,6 +461,64 @@ def _mark_local(nodes: List[Dict[str, Any]], raylets: List[Dict[str, Any]]) -> N
                 node["address"] = local["address"]
 
 
+DASHBOARD_PORT = 8265
+DASHBOARD_TIMEOUT_S = 1.0
+"""The dashboard answers in ~20 ms (vs 1-3.5 s for a ray CLI call); a firewalled head costs this cap."""
+
+
+def dashboard_url(address: Optional[str], port: int = DASHBOARD_PORT) -> Optional[str]:
+    """The dashboard of the cluster at ``address``: ``RAY_ADDRESS`` may already be its URL (the form
+    ``ray job submit`` uses); a GCS ``host:port`` has it on the same host, default port 8265."""
+    if not address:
+        return None
+    if address.startswith(("http://", "https://")):
+        return address.rstrip("/")
+    m = re.match(r"^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9.-]+):\d+$", address)  # not "auto", not ray://
+    return "http://%s:%d" % (m.group(1), port) if m else None
+
+
+def _http_get(url: str, timeout: float, limit: int = 16 << 20) -> str:
+    import urllib.request
+
+    # No proxy: an https_proxy from the user's shell must not carry a cluster-internal request away.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=timeout) as resp:
+        return resp.read(limit).decode("utf-8", "replace")
+
+
+def _from_dashboard(url: str, timeout: float) -> Tuple[Optional[Dict[str, Any]], Optional[str], Optional[str]]:
+    """(node summary, cluster version, why not) from the dashboard's REST API; never raises."""
+    try:
+        summary = parse_dashboard_nodes(_http_get(url + "/api/v0/nodes?limit=10000&timeout=%d" % max(timeout, 1),
+                                                  timeout))
+    except Exception as exc:  # refused, timed out, HTTP error, not the expected JSON
+        return None, None, "%s: %s" % (type(exc).__name__, exc)
+    try:
+        version = parse_dashboard_version(_http_get(url + "/api/version", timeout))
+    except Exception:
+        version = None
+    return summary, version, None
+
+
+def _dashboard_may_answer(hints: Dict[str, Any]) -> bool:
+    """Ask the dashboard only when it is named (an http ``RAY_ADDRESS``) or a raylet on this machine
+    belongs to the hinted GCS: port 8265 of a host with a stale address file may serve another cluster."""
+    address = hints.get("address") or ""
+    if address.startswith(("http://", "https://")):
+        return True
+    return any(r.get("gcs_address") == address for r in hints.get("raylets", []))
+
+
+def _same_cluster(summary: Dict[str, Any], hints: Dict[str, Any]) -> bool:
+    """The dashboard's nodes include a local raylet of the hinted GCS (or the user named the dashboard)."""
+    address = hints.get("address") or ""
+    if address.startswith(("http://", "https://")):
+        return True
+    local = {r.get("node_id") for r in hints.get("raylets", []) if r.get("gcs_address") == address}
+    listed = {n.get("node_id") for n in summary.get("nodes", []) + summary.get("dead_nodes", [])}
+    return bool(local & listed)
+
+
 def collect(ctx: Context) -> Outcome:
     hints = detect(ctx)
     if not hints:
@@ -444,46 +531,32 @@ def collect(ctx: Context) -> Outcome:
         if version:
             ray_info["version"] = version
             break
-    if ctx.which("ray") is None:
-        return _from_raylets(out, raylets, ray_info, "the ray command is not on PATH")
-
+    has_cli = ctx.which("ray") is not None
     env = dict(ctx.env)
     env["RAY_USAGE_STATS_ENABLED"] = "0"  # never let a probe make Ray report to usage-stats.ray.io
     cap = min(_call_timeout(ctx), max(ctx.budget() - 0.2, 0.1))
-    got = _parallel({
-        "list": lambda: ctx.run(["ray", "list", "nodes", "--format", "json", "--limit", "10000"],
-                                timeout=cap, env=env),
-        "version": lambda: ctx.run(["ray", "--version"], timeout=cap, env=env),
-    })
-    version_res = got["version"]
-    if version_res.ok:
-        ray_info["cli_version"] = parse_version(version_res.stdout)
-    list_res = got["list"]
+    # `ray --version` runs alongside everything else; it is only needed for the mismatch check.
+    version_call = _background(lambda: ctx.run(["ray", "--version"], timeout=cap, env=env)) if has_cli else None
     summary: Optional[Dict[str, Any]] = None
-    if list_res.ok:
-        try:
-            summary = parse_list_nodes(list_res.stdout)
-            ray_info["source"] = "list_nodes"
-        except ValueError as exc:
-            out.warn("ray list nodes printed no node list: %s" % exc)
-    else:
-        _note_mismatch(list_res.stderr, ray_info)
-        out.warn("ray list nodes failed: " + _failure(list_res))
-    if summary is None and not list_res.timed_out and ctx.budget() > 0.2:
-        # No dashboard (plain `ray`, or --include-dashboard=false): the autoscaler text still has counts.
-        status_res = ctx.run(["ray", "status", "-v"], timeout=min(_call_timeout(ctx), ctx.budget()), env=env)
-        if status_res.ok and status_res.stdout.strip():
-            summary = parse_status_text(status_res.stdout)
-            _mark_local(summary["nodes"], raylets)
-            ray_info["source"] = "status_text"
-        else:
-            _note_mismatch(status_res.stderr, ray_info)
-            out.warn("ray status failed: " + _failure(status_res),
-                     status="timeout" if status_res.timed_out else None)
-    elif summary is None and list_res.timed_out:
-        out.status = "timeout"
+    port = ctx.options.get("ray_dashboard_port")  # a head started with --dashboard-port
+    port = port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else DASHBOARD_PORT
+    url = dashboard_url(hints.get("address"), port) if ctx.options.get("ray_dashboard", True) else None
+    if url and _dashboard_may_answer(hints):
+        summary, version, _why = _from_dashboard(url, min(DASHBOARD_TIMEOUT_S, cap))  # the CLI says why better
+        if summary is not None and not _same_cluster(summary, hints):
+            summary = None
+        if summary is not None:
+            ray_info["source"] = "dashboard_api"
+            if version:
+                ray_info["version"] = version
+    if summary is None and has_cli:
+        summary = _from_cli(ctx, env, raylets, ray_info, out)
+    if version_call is not None:
+        res = version_call()
+        if res.ok:
+            ray_info.setdefault("cli_version", parse_version(res.stdout))
     if summary is None:
-        return _from_raylets(out, raylets, ray_info, None)
+        return _from_raylets(out, raylets, ray_info, None if has_cli else "the ray command is not on PATH")
     if "version" not in ray_info and ray_info.get("cli_version") and ray_info.get("source") == "status_text":
         # `ray status` refuses a cluster of another version (rc 1, "Ray version mismatch"), so its
         # answer came from a cluster of its own version. `ray list` goes through the dashboard and
@@ -495,6 +568,38 @@ def collect(ctx: Context) -> Outcome:
     runtime["ray"] = {k: v for k, v in ray_info.items() if v is not None}
     out.data = {"runtime": runtime}
     return out
+
+
+def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], ray_info: Dict[str, Any],
+              out: Outcome) -> Optional[Dict[str, Any]]:
+    """``ray list nodes``, else ``ray status -v``; the node summary or None (warnings on ``out``)."""
+    list_res = ctx.run(["ray", "list", "nodes", "--format", "json", "--limit", "10000"],
+                       timeout=min(_call_timeout(ctx), max(ctx.budget() - 0.2, 0.1)), env=env)
+    if list_res.ok:
+        try:
+            ray_info["source"] = "list_nodes"
+            return parse_list_nodes(list_res.stdout)
+        except ValueError as exc:
+            ray_info.pop("source", None)
+            out.warn("ray list nodes printed no node list: %s" % exc)
+    else:
+        _note_mismatch(list_res.stderr, ray_info)
+        out.warn("ray list nodes failed: " + _failure(list_res))
+    if list_res.timed_out:
+        out.status = "timeout"  # a stale address: a retry would hang the same way
+        return None
+    if ctx.budget() <= 0.2:
+        return None
+    # No dashboard (plain `ray`, or --include-dashboard=false): the autoscaler text still has counts.
+    status_res = ctx.run(["ray", "status", "-v"], timeout=min(_call_timeout(ctx), ctx.budget()), env=env)
+    if status_res.ok and status_res.stdout.strip():
+        summary = parse_status_text(status_res.stdout)
+        _mark_local(summary["nodes"], raylets)
+        ray_info["source"] = "status_text"
+        return summary
+    _note_mismatch(status_res.stderr, ray_info)
+    out.warn("ray status failed: " + _failure(status_res), status="timeout" if status_res.timed_out else None)
+    return None
 
 
 def _note_mismatch(stderr: str, ray_info: Dict[str, Any]) -> None:
