@@ -4,9 +4,12 @@ Order of sources (measured in ``/work/shared/fixtures/ray/REPORT.md``):
 
 1. No subprocess: ``RAY_ADDRESS``, the ``ray_current_cluster`` file, ``raylet`` processes in ``/proc``.
    None of them -> ``mode: local`` at once (``ray status`` would spend ~1 s reaching the same answer).
-2. ``ray list nodes --format json`` and ``ray --version`` in parallel (~1 s each). ``list`` has roles,
-   IPs, resources and labels but needs the dashboard (``ray[default]``).
-3. Else ``ray status -v``: node count, per-node resources, no roles (2.9 and 2.6x text formats).
+2. The dashboard's REST API (``/api/v0/nodes``, ``/api/version``: ~20 ms, what ``ray list nodes``
+   itself asks), only when ``RAY_ADDRESS`` names it or a local raylet vouches for the cluster;
+   ``ray --version`` runs alongside for the CLI/cluster version check.
+3. Else ``ray list nodes --format json`` (roles, IPs, resources, labels; needs the dashboard,
+   ~1 s idle, 2.6-3.5 s on a busy machine), then ``ray status -v``: node count and per-node
+   resources, no roles (2.9 and 2.6x text formats).
 
 Every call is capped (a stale address makes the CLI hang ~41 s before it gives up).
 """
