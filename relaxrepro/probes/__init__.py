@@ -9,7 +9,22 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, config, container, cuda, data, git, nvidia, packages, python, seeds, system
+from . import (
+    command,
+    config,
+    container,
+    cuda,
+    data,
+    git,
+    nvidia,
+    packages,
+    python,
+    ray,
+    scheduler,
+    seeds,
+    system,
+    training,
+)
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
@@ -22,11 +37,14 @@ PROBES: Tuple[Probe, ...] = (
     Probe("container", container.collect),
     Probe("config", config.collect),
     Probe("data", data.collect),
+    Probe("ray", ray.collect),
+    Probe("scheduler", scheduler.collect),
 )
 
 DERIVERS: Tuple[Deriver, ...] = (
     Deriver("cuda-consistency", cuda.derive),
     Deriver("seeds", seeds.derive),
+    Deriver("training", training.derive),
 )
 
 
