@@ -242,9 +242,9 @@ def run_main() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    from .runner import stray_threads
-
-    if stray_threads():
+    # Only a command that ran probes can have stray threads; reading commands never import the runner.
+    runner = sys.modules.get("relaxrepro.runner")
+    if runner is not None and runner.stray_threads():
         # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it.
         os._exit(code)
     sys.exit(code)

@@ -79,9 +79,15 @@ def scalar(value: Any) -> Optional[str]:
     return text or None
 
 
+_SEPARATORS = re.compile(r"[-_.]+")
+_NORMAL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
 def norm_package(name: str) -> str:
     """PEP 503 name normalisation: ``Flash_Attn`` and ``flash-attn`` are one package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    if _NORMAL_NAME.match(name):  # most names already are: skip the substitution (diff must be fast)
+        return name
+    return _SEPARATORS.sub("-", name).lower()
 
 
 def packages(doc: Any) -> Optional[Dict[str, str]]:
@@ -96,8 +102,14 @@ def packages(doc: Any) -> Optional[Dict[str, str]]:
         if isinstance(table, dict):
             found = found or {}
             for name, version in table.items():
-                if isinstance(name, str) and scalar(version) is not None:
-                    found[norm_package(name)] = scalar(version) or ""
+                if isinstance(version, str):
+                    version = version.strip()
+                elif isinstance(version, (int, float)) and not isinstance(version, bool):
+                    version = str(version)
+                else:
+                    continue
+                if version and isinstance(name, str):
+                    found[norm_package(name)] = version
     return found
 
 

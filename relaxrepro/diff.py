@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from . import compare
@@ -36,17 +35,26 @@ _CODE_RANK = {"commit": 0, "branch": 1, "detached": 1, "dirty": 2, "patch": 3, "
 _KIND_RANK = {"added": 0, "removed": 1, "upgraded": 2, "downgraded": 3, "changed": 4}
 
 
-@dataclass
 class Change:
-    """One difference. ``old``/``new`` are MISSING when the field is absent on that side."""
+    """One difference. ``old``/``new`` are MISSING when the field is absent on that side.
 
-    category: str
-    path: str
-    kind: str
-    old: Any = MISSING
-    new: Any = MISSING
-    extra: Dict[str, Any] = field(default_factory=dict)
-    volatile: bool = False
+    A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, a third of diff's start-up.
+    """
+
+    __slots__ = ("category", "path", "kind", "old", "new", "extra", "volatile")
+
+    def __init__(self, category: str, path: str, kind: str, old: Any = MISSING, new: Any = MISSING,
+                 extra: Optional[Dict[str, Any]] = None, volatile: bool = False) -> None:
+        self.category = category
+        self.path = path
+        self.kind = kind
+        self.old = old
+        self.new = new
+        self.extra: Dict[str, Any] = extra if extra is not None else {}
+        self.volatile = volatile
+
+    def __repr__(self) -> str:
+        return "Change(%r, %r, %r)" % (self.category, self.path, self.kind)
 
     def as_json(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {"category": self.category, "path": self.path, "kind": self.kind}
@@ -233,7 +241,8 @@ def _diff_patch(a: Any, b: Any) -> Optional[Change]:
         "files_added": sorted(set(fb) - set(fa)),
         "files_removed": sorted(set(fa) - set(fb)),
     }
-    return Change("code", "", kind, da if da is not None else MISSING, db if db is not None else MISSING, extra)
+    return Change("code", "", kind, da if da is not None else MISSING, db if db is not None else MISSING,
+                  extra=extra)
 
 
 def _diff_untracked(a: Any, b: Any) -> Optional[Change]:
@@ -247,8 +256,8 @@ def _diff_untracked(a: Any, b: Any) -> Optional[Change]:
     if ca == cb and fa == fb:
         return None
     kind = "added" if ca is MISSING else "removed" if cb is MISSING else "changed"
-    return Change("code", "", kind, ca, cb, {"files_added": sorted(set(fb) - set(fa)),
-                                             "files_removed": sorted(set(fa) - set(fb))})
+    return Change("code", "", kind, ca, cb, extra={"files_added": sorted(set(fb) - set(fa)),
+                                                   "files_removed": sorted(set(fa) - set(fb))})
 
 
 def _diff_packages(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[Change]:
