@@ -615,6 +615,7 @@ def _choose_cwd(recorded_cwd: Optional[str], paths: Mapping[str, str]) -> str:
 
 
 def _match_repo(name: str, path: str, found: Mapping[str, Any], home: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The collected entry for the repo at ``path``: by its real path, whatever the probe named it."""
     real = os.path.realpath(path)
     candidates = [found.get(name)] + [found[k] for k in sorted(found, key=str) if k != name]
     for entry in candidates:
@@ -623,6 +624,12 @@ def _match_repo(name: str, path: str, found: Mapping[str, Any], home: Optional[s
         where = compare.resolve_home(entry.get("path"), home)
         if where and os.path.realpath(where) == real:
             return entry
+    # Redaction turns any /home/<user> into <HOME>, not only ours (root checking alice's repo):
+    # the entry of the same name whose path ends the same way is the one.
+    entry = found.get(name)
+    where = entry.get("path") if isinstance(entry, dict) else None
+    if isinstance(where, str) and where.startswith("<HOME>/") and real.endswith(where[len("<HOME>"):]):
+        return entry
     return None
 
 

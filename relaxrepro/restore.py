@@ -24,6 +24,7 @@ CLONE_TIMEOUT = 1800.0
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+_EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 class RestoreError(Exception):
@@ -63,6 +64,8 @@ def sidecar_path(manifest_path: str, name: Any) -> str:
 def patch_bytes(name: str, patch: Mapping[str, Any], manifest_path: str) -> Optional[bytes]:
     """The recorded patch, verified against ``stored_sha256`` (else ``sha256``); None when empty."""
     expected = scalar(patch.get("stored_sha256")) or scalar(patch.get("sha256"))
+    if expected == _EMPTY_SHA256 and "text" not in patch:
+        return None  # an empty patch needs no body
     if isinstance(patch.get("text"), str):
         body = patch["text"].encode("utf-8", "surrogateescape")
         where = "inline patch"
@@ -158,6 +161,9 @@ def restore_one(src: Source, dest: str) -> None:
         origin = os.path.join(src.source, sub["path"])
         target = os.path.join(dest, sub["path"])
         if not os.path.exists(os.path.join(origin, ".git")):
+            # not checked out there: its object store may still be in .git/modules/<path> (the default name)
+            origin = os.path.join(src.source, ".git", "modules", sub["path"])
+        if not os.path.isdir(origin):
             raise RestoreError("repo %s: submodule %s is not checked out in %s" % (src.name, sub["path"],
                                                                                  src.source))
         if os.path.isdir(target) and os.listdir(target):

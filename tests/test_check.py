@@ -334,3 +334,10 @@ def test_terminal_escape_in_a_recorded_value_is_escaped_in_the_table(tmp_path):
     res = run_cli("check", str(m))
     assert "\x1b" not in res.stdout and "\x07" not in res.stdout
     assert "H100\\x1b]0;owned\\x07" in res.stdout
+
+
+def test_repo_matched_by_path_even_when_redaction_hid_another_users_home(tmp_path):
+    found = {"proj": {"path": "<HOME>/work/proj", "commit": SHA_B}, "other": {"path": str(tmp_path)}}
+    assert check._match_repo("proj", "/home/alice/work/proj", found, "/root") == found["proj"]
+    assert check._match_repo("proj", "/home/alice/elsewhere", found, "/root") is None
+    assert check._match_repo("x", str(tmp_path), found, "/root") == found["other"]

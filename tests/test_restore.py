@@ -212,3 +212,30 @@ def test_restore_of_a_generated_manifest(tmp_path):
         return
     assert res.returncode == 0, res.stderr
     assert tree_bytes(into / next(iter(recorded))) == tree_bytes(main)
+
+
+def test_submodule_deinitialised_in_the_source_comes_from_its_module_store(tmp_path):
+    sub = make_repo(tmp_path / "sub", {"lib.c": "int x = 1;\n"})
+    main = make_repo(tmp_path / "src", {"a.txt": "a\n"})
+    git(main, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(sub), "third_party/sub")
+    git(main, "commit", "-qm", "submodule")
+    git(main, "submodule", "--quiet", "deinit", "-f", "third_party/sub")
+    assert not (main / "third_party" / "sub" / "lib.c").exists()
+    doc = base_manifest(code={"src": {"path": str(main), "commit": head(main), "dirty": False, "submodules": [
+        {"path": "third_party/sub", "recorded_sha": head(sub), "checked_out_sha": None}]}})
+    m = write_json(tmp_path / "m.json", doc)
+    res = run_cli("restore", str(m), "--into", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "src" / "third_party" / "sub" / "lib.c").read_text() == "int x = 1;\n"
+
+
+def test_clean_repo_with_an_empty_patch_record(tmp_path):
+    import hashlib
+
+    repo = make_repo(tmp_path / "src", {"a.txt": "a\n"})
+    patch = {"sha256": hashlib.sha256(b"").hexdigest(), "size": 0, "files": []}
+    m = write_json(tmp_path / "m.json", base_manifest(code={"src": {"path": str(repo), "commit": head(repo),
+                                                                    "dirty": False, "patch": patch}}))
+    res = run_cli("restore", str(m), "--into", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert tree_bytes(tmp_path / "out" / "src") == tree_bytes(repo)
