@@ -15,7 +15,7 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import compare
 from .compare import get, safe_text, scalar, section
@@ -131,8 +131,15 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
     return p
 
 
-def with_interpreter(argv: List[str], exe: Optional[str]) -> List[str]:
-    """The recorded command run by the recorded interpreter, not whatever ``python`` is on PATH."""
+def with_interpreter(argv: List[str], exe: Optional[str],
+                     is_tool: Callable[[str], bool] = lambda p: os.path.isfile(p) and os.access(p, os.X_OK)
+                     ) -> List[str]:
+    """The recorded command run by the recorded interpreter, not whatever ``python`` is on PATH.
+
+    ``python``/``python3.11``/``/usr/bin/python3`` become the recorded interpreter; a bare
+    ``train.py`` gets it in front; a bare launcher (``torchrun``, ``deepspeed``) is taken from the
+    interpreter's own bin directory when it is there (a venv's torchrun, not the system one).
+    """
     if not argv or not exe:
         return list(argv)
     first = os.path.basename(argv[0])
@@ -140,6 +147,10 @@ def with_interpreter(argv: List[str], exe: Optional[str]) -> List[str]:
         return [exe] + argv[1:]
     if argv[0].endswith(".py"):
         return [exe] + argv
+    if "/" not in argv[0]:
+        beside = os.path.join(os.path.dirname(exe), argv[0])
+        if is_tool(beside):
+            return [beside] + argv[1:]
     return list(argv)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -229,9 +230,30 @@ def test_dry_run_or_confirm_is_required(tmp_path):
     (["python3.11", "-m", "pkg"], "/v/bin/python", ["/v/bin/python", "-m", "pkg"]),
     (["/usr/bin/python3", "t.py"], "/v/bin/python", ["/v/bin/python", "t.py"]),
     (["train.py", "--x"], "/v/bin/python", ["/v/bin/python", "train.py", "--x"]),
-    (["torchrun", "t.py"], "/v/bin/python", ["torchrun", "t.py"]),
+    (["torchrun", "t.py"], "/v/bin/python", ["/v/bin/torchrun", "t.py"]),
+    (["deepspeed", "t.py"], "/v/bin/python", ["deepspeed", "t.py"]),
+    (["/opt/bin/torchrun", "t.py"], "/v/bin/python", ["/opt/bin/torchrun", "t.py"]),
     (["python", "t.py"], None, ["python", "t.py"]),
     ([], "/v/bin/python", []),
 ])
 def test_with_interpreter(argv, exe, expected):
-    assert rerun.with_interpreter(argv, exe) == expected
+    assert rerun.with_interpreter(argv, exe, is_tool=lambda p: p == "/v/bin/torchrun") == expected
+
+
+def test_sigterm_to_rerun_reaches_the_command_and_its_status_comes_back(tmp_path):
+    trap = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *a: (print('got TERM', flush=True), sys.exit(7)))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(60)\n")
+    m, _ = _manifest(tmp_path, ["python", "-c", trap])
+    child = subprocess.Popen([sys.executable, "-m", "relaxrepro", "rerun", str(m), "--confirm"], env=clean_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "ready\n"
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 7
+        assert child.stdout.read() == "got TERM\n"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
