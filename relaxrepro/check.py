@@ -601,16 +601,13 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
 
 
 def _choose_cwd(recorded_cwd: Optional[str], paths: Mapping[str, str]) -> str:
-    """The recorded cwd when it is inside a recorded repo here; else the first repo; else where we are."""
-    existing = [p for p in paths.values() if os.path.isdir(p)]
-    if recorded_cwd and os.path.isdir(recorded_cwd):
-        real = os.path.realpath(recorded_cwd)
-        if any(real == os.path.realpath(p) or real.startswith(os.path.realpath(p) + os.sep) for p in existing):
-            return recorded_cwd
-    if existing:
-        return existing[0]
+    """Where the run started, when it exists here (relative config paths resolve as they did);
+    else the first recorded repo; else where we are. Repos outside it are probed on their own."""
     if recorded_cwd and os.path.isdir(recorded_cwd):
         return recorded_cwd
+    for p in paths.values():
+        if os.path.isdir(p):
+            return p
     return os.getcwd() if os.path.isdir(os.curdir) else "/"
 
 
