@@ -572,6 +572,11 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
     argv = [a for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
     cwd = _choose_cwd(compare.resolve_home(get(rec, "command.cwd", None), home), paths)
     options: Dict[str, Any] = {"repos": dict(paths)}
+    inputs = get(rec, "data.inputs", None)
+    data = [compare.resolve_home(e.get("path"), home) for e in inputs if isinstance(e, dict)] \
+        if isinstance(inputs, list) else []
+    if any(data):
+        options["data"] = [d for d in data if d]  # fingerprint the same inputs here (as generate --data does)
     hints: Dict[str, Any] = {}
     exe = compare.resolve_home(get(rec, "environment.python.executable", None), home)
     if exe:
