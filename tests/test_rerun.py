@@ -241,8 +241,9 @@ def test_with_interpreter(argv, exe, expected):
 
 
 def test_sigterm_to_rerun_reaches_the_command_and_its_status_comes_back(tmp_path):
-    trap = ("import signal, sys, time\n"
-            "signal.signal(signal.SIGTERM, lambda *a: (print('got TERM', flush=True), sys.exit(7)))\n"
+    # os.write/_exit in the handler: a print there could re-enter the 'ready' print it interrupted
+    trap = ("import os, signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *a: (os.write(1, b'got TERM\\n'), os._exit(7)))\n"
             "print('ready', flush=True)\n"
             "time.sleep(60)\n")
     m, _ = _manifest(tmp_path, ["python", "-c", trap])
