@@ -100,7 +100,84 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also record the git repository at PATH under code.NAME (repeatable)")
     gen.add_argument("--private-patch", action="store_true",
                      help="also keep each unredacted patch in a mode-0600 sidecar (for this machine only)")
+    _add_reading_commands(sub)
     return parser
+
+
+def _add_reading_commands(sub: "argparse._SubParsersAction") -> None:
+    """check, diff, rerun, restore: the commands that read a manifest (issue 8)."""
+    chk = sub.add_parser("check", help="compare this machine with a manifest: PASS / WARN / FAIL per item",
+                         description="Collect this environment and compare it with MANIFEST item by item. "
+                         "Exit 0 compatible (PASS or WARN), 1 any FAIL (--strict: any WARN too), "
+                         "2 unreadable manifest.")
+    chk.add_argument("manifest", metavar="MANIFEST")
+    chk.add_argument("--json", action="store_true", help="machine-readable report")
+    chk.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
+    chk.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
+                     help="where recorded repo NAME is on this machine (repeatable)")
+    dif = sub.add_parser("diff", help="what differs between two manifests, most important first",
+                         description="Exit 0 identical, 1 different, 2 unreadable input (like diff(1)).")
+    dif.add_argument("old", metavar="OLD")
+    dif.add_argument("new", metavar="NEW")
+    dif.add_argument("--json", action="store_true", help="exact machine-readable output")
+    dif.add_argument("--all", action="store_true", help="also show volatile fields (run id, times, job ids)")
+    rer = sub.add_parser("rerun", help="replay a recorded run: review a script, or run it after check",
+                         description="--dry-run prints a POSIX sh script to review; --confirm runs check, "
+                         "then the recorded command with the recorded env and interpreter, and exits with "
+                         "its status (2 when refused).")
+    rer.add_argument("manifest", metavar="MANIFEST")
+    how = rer.add_mutually_exclusive_group(required=True)
+    how.add_argument("--dry-run", action="store_true", help="print the replay script, run nothing")
+    how.add_argument("--confirm", action="store_true", help="check, then run the recorded command")
+    rer.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="set_values",
+                     help="supply a redacted value: an env var NAME, argv[N], cwd, or a placeholder "
+                     "such as <HOME> (repeatable)")
+    rer.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
+                     help="where recorded repo NAME is on this machine (for the check)")
+    res = sub.add_parser("restore", help="rebuild each recorded repo's exact source tree in a new directory",
+                         description="Clone each recorded repo at its commit into DIR/<name>, apply the "
+                         "recorded patch (verified by sha256) and check out submodules. The source repos "
+                         "are never modified.")
+    res.add_argument("manifest", metavar="MANIFEST")
+    res.add_argument("--into", required=True, metavar="DIR", help="new or empty directory")
+    res.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
+                     help="clone repo NAME from PATH instead of its recorded path (repeatable)")
+
+
+def _pairs(values: Sequence[str], flag: str) -> dict:
+    """``NAME=PATH`` options as a dict; a value without ``=`` is a usage error."""
+    out = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name:
+            raise _Exit(EXIT_USAGE, "relaxrepro: error: %s %r: expected NAME=VALUE\n" % (flag, value))
+        out[name] = rest
+    return out
+
+
+def _cmd_check(args: argparse.Namespace, command: List[str]) -> int:
+    from . import check
+
+    return check.run_cli(args.manifest, repos=_pairs(args.repo, "--repo"), as_json=args.json, strict=args.strict)
+
+
+def _cmd_diff(args: argparse.Namespace, command: List[str]) -> int:
+    from . import diff
+
+    return diff.run(args.old, args.new, as_json=args.json, include_volatile=args.all, env=os.environ)
+
+
+def _cmd_rerun(args: argparse.Namespace, command: List[str]) -> int:
+    from . import rerun
+
+    return rerun.run_cli(args.manifest, dry_run=args.dry_run, values=_pairs(args.set_values, "--set"),
+                         repos=_pairs(args.repo, "--repo"))
+
+
+def _cmd_restore(args: argparse.Namespace, command: List[str]) -> int:
+    from . import restore
+
+    return restore.run_cli(args.manifest, args.into, sources=_pairs(args.sources, "--from"))
 
 
 def _split_command(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
@@ -255,7 +332,8 @@ def run_main() -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    runner = sys.modules.get("relaxrepro.runner")  # only when probes ran; keeps --version lean
+    # Only a command that ran probes can have stray threads; reading commands never import the runner.
+    runner = sys.modules.get("relaxrepro.runner")
     if runner is not None and runner.stray_threads():
         # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it.
         os._exit(code)

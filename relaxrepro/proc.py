@@ -246,3 +246,63 @@ def run_python(
 def current_python() -> str:
     """The interpreter running relaxrepro (for child-interpreter helpers)."""
     return sys.executable or "python3"
+
+
+def run_foreground(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
+                   cwd: Optional[str] = None) -> ProcResult:
+    """Run ``argv`` attached to our stdin/stdout/stderr, with no timeout, and wait for it.
+
+    For ``rerun --confirm``: the user asked to run the training itself, so nothing is captured and
+    nothing is cut short. ``rc`` is the exit status, 128+N when signal N killed it (as a shell
+    reports it). The child stays in our process group, so a terminal's Ctrl-C reaches it directly;
+    we only keep ourselves alive meanwhile and forward SIGTERM/SIGHUP sent to us alone (a batch
+    system stopping the job). A child that cannot start gives rc 127 (not found) or 126 with
+    ``error`` set, as a shell would.
+    """
+    argv = [str(a) for a in argv]
+    start = time.monotonic()
+    result = ProcResult(argv=argv)
+    try:
+        child = subprocess.Popen(argv, env=dict(env) if env is not None else None, cwd=cwd, close_fds=True)
+    except (OSError, ValueError) as exc:
+        result.error = _start_error(exc)
+        result.rc = 127 if isinstance(exc, FileNotFoundError) else 126
+        return result
+    previous = {}
+    if _is_main_thread():
+        def forward(signum: int, _frame: object) -> None:
+            try:
+                child.send_signal(signum)
+            except OSError:
+                pass
+
+        for name, handler in (("SIGINT", lambda s, f: None), ("SIGTERM", forward), ("SIGHUP", forward)):
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                try:
+                    previous[sig] = signal.signal(sig, handler)
+                except (OSError, ValueError):
+                    pass
+    try:
+        while True:
+            try:
+                rc = child.wait()
+                break
+            except KeyboardInterrupt:  # pragma: no cover - only without our SIGINT handler
+                continue
+    finally:
+        for sig, handler in previous.items():
+            try:
+                signal.signal(sig, handler)
+            except (OSError, ValueError, TypeError):
+                pass
+    result.rc = 128 - rc if rc < 0 else rc
+    result.seconds = time.monotonic() - start
+    return result
+
+
+def _is_main_thread() -> bool:
+    """Signal handlers can only be installed from the main thread."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -6,7 +6,6 @@ path of the bad field. Legacy forms are normalised in :func:`normalize_legacy` a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
@@ -248,6 +247,8 @@ def _from_flat(flat: Dict[str, Any]) -> Dict[str, Any]:
     if "timestamp" in rest and "generated_at" not in doc:
         doc["generated_at"] = str(rest.pop("timestamp"))
     if "run_id" not in doc:
+        import hashlib  # only legacy records need it; diff's start-up should not pay for OpenSSL
+
         digest = hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:7]
         doc["run_id"] = "legacy_" + digest
     doc.update({"command": command, "code": code, "config": config, "environment": environment,

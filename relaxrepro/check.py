@@ -1,0 +1,707 @@
+"""``relaxrepro check MANIFEST``: can this run be reproduced here? PASS / WARN / FAIL per item.
+
+Two halves: :func:`collect_here` runs the registered probes once (as ``generate`` does), pointed
+at the recorded repos and the recorded command; :func:`compare_documents` is a pure judgement of
+two documents. It judges what matters, not what merely differs: a new SLURM job id, run id,
+hostname, time, a new untracked file or a bookkeeping env var are information, never a failure.
+An item the manifest lacks is "not recorded", never PASS; one this machine cannot tell is a WARN.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from . import compare
+from .compare import KEY_PACKAGES, MISSING, get, safe_text, scalar, section
+
+PASS, WARN, FAIL, INFO, NOT_RECORDED = "PASS", "WARN", "FAIL", "INFO", "not recorded"
+VERDICTS = (FAIL, WARN, PASS, INFO, NOT_RECORDED)
+
+# Env vars that are bookkeeping, not computation: they differ from job to job by design.
+_INFO_ENV_NAMES = frozenset({
+    "RAY_ADDRESS", "RAY_USAGE_STATS_ENABLED", "RAY_DEDUP_LOGS", "RAY_TMPDIR", "RAY_LOG_TO_STDERR",
+    "HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "HF_HUB_ENABLE_HF_TRANSFER",
+    "HF_HUB_DISABLE_TELEMETRY", "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE", "TORCH_HOME",
+    "CUDA_CACHE_PATH", "CUDA_CACHE_MAXSIZE", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
+})
+_INFO_ENV_PREFIXES = ("SLURM_", "WANDB_")
+_INFO_ENV_SUFFIXES = ("_DIR", "_HOME", "_CACHE", "_LOG", "_LOGS", "_LOG_LEVEL", "_TOKEN", "_API_KEY", "_KEY")
+# ... except the SLURM variables that size the job: they change the topology of the computation.
+_SLURM_SHAPE = frozenset({
+    "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_NTASKS", "SLURM_NTASKS_PER_NODE", "SLURM_GPUS",
+    "SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE", "SLURM_CPUS_PER_TASK", "SLURM_GPUS_PER_TASK",
+})
+
+
+def is_info_env(name: str) -> bool:
+    """True for an allow-listed variable whose value does not change what the run computes."""
+    if name in _SLURM_SHAPE:
+        return False
+    return name in _INFO_ENV_NAMES or name.startswith(_INFO_ENV_PREFIXES) or name.endswith(_INFO_ENV_SUFFIXES)
+
+
+@dataclass
+class Item:
+    """One row of the report."""
+
+    item: str
+    recorded: str
+    here: str
+    verdict: str
+    note: str = ""
+
+
+@dataclass
+class Report:
+    items: List[Item] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    run_id: str = ""
+
+    def counts(self) -> Dict[str, int]:
+        out = {v: 0 for v in VERDICTS}
+        for it in self.items:
+            out[it.verdict] = out.get(it.verdict, 0) + 1
+        return out
+
+    @property
+    def verdict(self) -> str:
+        counts = self.counts()
+        return FAIL if counts[FAIL] else WARN if counts[WARN] else PASS
+
+    def exit_code(self, strict: bool = False) -> int:
+        verdict = self.verdict
+        return 1 if verdict == FAIL or (strict and verdict == WARN) else 0
+
+
+# -- the pure judgement -------------------------------------------------------------------------
+
+def _text(value: Any, short_sha: bool = False) -> str:
+    s = scalar(value)
+    if s is None:
+        return "-"
+    if short_sha and len(s) >= 40:
+        return s[:12]
+    return s
+
+
+def _version_item(item: str, rec: Any, here: Any, *, minor: str, major: str, other: str = PASS,
+                  missing_here: str = WARN) -> Item:
+    """A version judged by how far it moved: ``major``/``minor`` verdicts, ``other`` for patch/local."""
+    a, b = scalar(rec), scalar(here)
+    if a is None:
+        return Item(item, "-", _text(b), NOT_RECORDED)
+    if b is None:
+        return Item(item, a, "-", missing_here, "not found here")
+    level = compare.change_level(a, b)
+    if level == "equal":
+        return Item(item, a, b, PASS)
+    if level == "major":
+        return Item(item, a, b, major, "another major version")
+    if level == "minor":
+        return Item(item, a, b, minor, "another minor version")
+    if level == "unknown":
+        return Item(item, a, b, WARN, "versions not comparable")
+    return Item(item, a, b, other, "%s version differs" % level)
+
+
+def _equal_item(item: str, rec: Any, here: Any, differ: str, *, missing_here: str = WARN,
+                norm: Callable[[str], str] = lambda s: s) -> Item:
+    a, b = scalar(rec), scalar(here)
+    if a is None:
+        return Item(item, "-", _text(b), NOT_RECORDED)
+    if b is None:
+        return Item(item, a, "-", missing_here, "not found here" if missing_here != INFO else "")
+    return Item(item, a, b, PASS if norm(a) == norm(b) else differ)
+
+
+def compare_documents(rec: Mapping[str, Any], here: Mapping[str, Any],
+                      hints: Optional[Dict[str, Any]] = None) -> List[Item]:
+    """Judge ``here`` (this machine, repos keyed by the recorded names) against ``rec``."""
+    hints = hints or {}
+    items: List[Item] = []
+    items.append(Item("run id", _text(rec.get("run_id")), "-", INFO, "recorded at %s" % _text(rec.get("generated_at"))))
+    items.extend(_code_items(rec, here))
+    items.extend(_python_items(rec, here, hints))
+    items.extend(_package_items(rec, here))
+    items.extend(_hardware_items(rec, here))
+    items.extend(_system_items(rec, here))
+    items.extend(_seed_items(rec, here))
+    items.extend(_env_items(rec, here))
+    items.extend(_config_items(rec, here))
+    items.extend(_data_items(rec, here))
+    items.extend(_runtime_items(rec, here))
+    return items
+
+
+def _code_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    repos = section(rec, "code")
+    if not repos:
+        return [Item("code", "-", "-", NOT_RECORDED, "no repository recorded")]
+    items: List[Item] = []
+    here_repos = section(here, "code")
+    for name in sorted(repos, key=str):
+        r = repos[name] if isinstance(repos[name], dict) else {}
+        h = here_repos.get(name)
+        label = "code %s" % name
+        commit = scalar(r.get("commit"))
+        if not isinstance(h, dict):
+            where = _text(r.get("path"))
+            items.append(Item(label + " commit", _text(commit, True), "repo not found",
+                              FAIL if commit else NOT_RECORDED,
+                              "no git repository at %s; give --repo %s=PATH" % (where, name)))
+            continue
+        here_commit = scalar(h.get("commit"))
+        if commit is None:
+            items.append(Item(label + " commit", "-", _text(here_commit, True), NOT_RECORDED))
+        elif here_commit is None:
+            items.append(Item(label + " commit", commit[:12], "-", FAIL, "commit unknown here"))
+        else:
+            items.append(Item(label + " commit", commit[:12], here_commit[:12],
+                              PASS if commit == here_commit else FAIL))
+        items.append(_changes_item(label, r, h))
+        untracked = _untracked_item(label, r, h)
+        if untracked is not None:
+            items.append(untracked)
+        items.extend(_submodule_items(label, r, h))
+    return items
+
+
+def _patch_files(patch: Any) -> List[str]:
+    files = patch.get("files") if isinstance(patch, dict) else None
+    if not isinstance(files, list):
+        return []
+    return [str(f.get("path") if isinstance(f, dict) else f) for f in files]
+
+
+def _untracked_files(repo: Mapping[str, Any]) -> List[str]:
+    u = repo.get("untracked")
+    if isinstance(u, dict):
+        return _patch_files(u)
+    return []
+
+
+def _changes_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> Item:
+    """Uncommitted changes, judged by the patch digest: a second edit to a dirty file changes it."""
+    rp, hp = r.get("patch"), h.get("patch")
+    rdig = scalar(rp.get("sha256")) if isinstance(rp, dict) else None
+    hdig = scalar(hp.get("sha256")) if isinstance(hp, dict) else None
+    rdirty, hdirty = r.get("dirty"), h.get("dirty")
+    item = label + " changes"
+    if rdig is not None:
+        if hdig == rdig:
+            return Item(item, "patch " + rdig[:12], "patch " + rdig[:12], PASS, "same uncommitted changes")
+        if hdig is not None:
+            fa, fb = _patch_files(rp), _patch_files(hp)
+            new = sorted(set(fb) - set(fa))
+            gone = sorted(set(fa) - set(fb))
+            note = "uncommitted changes differ"
+            if new or gone:
+                note += ": " + ", ".join(["+" + f for f in new] + ["-" + f for f in gone])[:200]
+            elif fa:
+                note += " in " + ", ".join(fa)[:200]
+            return Item(item, "patch " + rdig[:12], "patch " + hdig[:12], WARN, note)
+        if hdirty is False and not isinstance(hp, dict):
+            return Item(item, "patch " + rdig[:12], "clean", WARN,
+                        "the recorded uncommitted changes are not here (relaxrepro restore rebuilds them)")
+        return Item(item, "patch " + rdig[:12], "dirty" if hdirty else "-", WARN,
+                    "cannot compare: no patch digest computed here")
+    if rdirty is True:
+        return Item(item, "dirty, no patch digest", "dirty" if hdirty else "clean" if hdirty is False else "-",
+                    WARN, "the run had uncommitted changes that were not recorded: cannot verify")
+    if rdirty is None:
+        return Item(item, "-", _dirty_text(hdirty, hdig), NOT_RECORDED)
+    # recorded clean
+    if hdirty is True:
+        files = _patch_files(hp)
+        return Item(item, "clean", "dirty", WARN,
+                    "uncommitted changes here" + (": " + ", ".join(files)[:200] if files else ""))
+    if hdirty is None:
+        return Item(item, "clean", "-", WARN, "dirty state unknown here")
+    if hdig is not None:
+        # Clean tracked files but a patch: it carries only new untracked files (issue 3 embeds them).
+        return Item(item, "clean", "clean + untracked", INFO, "new untracked files only")
+    return Item(item, "clean", "clean", PASS)
+
+
+def _dirty_text(dirty: Any, digest: Optional[str]) -> str:
+    if digest:
+        return "patch " + digest[:12]
+    return "dirty" if dirty is True else "clean" if dirty is False else "-"
+
+
+def _untracked_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> Optional[Item]:
+    def count(repo: Mapping[str, Any]) -> Optional[int]:
+        u = repo.get("untracked")
+        if isinstance(u, dict) and isinstance(u.get("count"), int):
+            return u["count"]
+        return None
+
+    a, b = count(r), count(h)
+    if a is None and b is None:
+        return None
+    new = sorted(set(_untracked_files(h)) - set(_untracked_files(r)))
+    note = ("new: " + ", ".join(new))[:200] if new else ""
+    return Item(label + " untracked", _text(a), _text(b), INFO, note)
+
+
+def _submodule_items(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> List[Item]:
+    def table(repo: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+        subs = repo.get("submodules")
+        out: Dict[str, Dict[str, Any]] = {}
+        if isinstance(subs, list):
+            for s in subs:
+                if isinstance(s, dict) and isinstance(s.get("path"), str):
+                    out[s["path"]] = s
+        return out
+
+    def sha(s: Mapping[str, Any]) -> Optional[str]:
+        return scalar(s.get("checked_out_sha")) or scalar(s.get("recorded_sha"))
+
+    rec, cur = table(r), table(h)
+    items = []
+    for path in sorted(rec):
+        a = sha(rec[path])
+        b = sha(cur[path]) if path in cur else None
+        item = "%s submodule %s" % (label, path)
+        if a is None:
+            items.append(Item(item, "-", _text(b, True), NOT_RECORDED))
+        elif path not in cur or b is None:
+            items.append(Item(item, a[:12], "-", FAIL, "submodule not checked out here"))
+        elif a != b:
+            items.append(Item(item, a[:12], b[:12], FAIL))
+        elif cur[path].get("dirty") is True and rec[path].get("dirty") is not True:
+            items.append(Item(item, a[:12], b[:12] + " dirty", WARN, "uncommitted changes in the submodule here"))
+        else:
+            items.append(Item(item, a[:12], b[:12], PASS))
+    return items
+
+
+def _python_version(doc: Mapping[str, Any]) -> Any:
+    v = get(doc, "environment.python.version", None)
+    return v if scalar(v) else get(doc, "environment.python_version", None)
+
+
+def _python_items(rec: Mapping[str, Any], here: Mapping[str, Any], hints: Dict[str, Any]) -> List[Item]:
+    items = [_version_item("python", _python_version(rec), _python_version(here), minor=WARN, major=FAIL)]
+    ri = scalar(get(rec, "environment.python.implementation", None))
+    hi = scalar(get(here, "environment.python.implementation", None))
+    if ri and hi and ri.lower() != hi.lower():
+        items.append(Item("python implementation", ri, hi, FAIL))
+    exe = scalar(get(rec, "environment.python.executable", None))
+    interp = hints.get("interpreter")
+    if exe and isinstance(interp, dict):
+        if interp.get("exists"):
+            items.append(Item("python interpreter", exe, "present", PASS))
+        else:
+            closest = interp.get("closest")
+            items.append(Item("python interpreter", exe, "gone", WARN,
+                              "closest match: %s" % closest if closest else "no close match on PATH"))
+    return items
+
+
+def _package_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    rp, hp = compare.packages(rec), compare.packages(here)
+    if rp is None:
+        return [Item("packages", "-", "-", NOT_RECORDED, "the manifest has no package list")]
+    if hp is None:
+        return [Item("packages", "%d recorded" % len(rp), "-", WARN, "package versions not collected here")]
+    items: List[Item] = []
+    for name in KEY_PACKAGES:
+        a, b = rp.get(name), hp.get(name)
+        if a is None and b is None:
+            continue
+        label = "package " + name
+        if b is None:
+            items.append(Item(label, a or "-", "not installed", FAIL))
+        elif a is None:
+            items.append(Item(label, "not installed", b, WARN, "installed here, not in the run"))
+        else:
+            items.append(_version_item(label, a, b, minor=FAIL, major=FAIL, other=WARN))
+    others = [n for n in sorted(set(rp) | set(hp)) if n not in KEY_PACKAGES and rp.get(n) != hp.get(n)]
+    if others:
+        shown = ", ".join("%s %s->%s" % (n, rp.get(n, "none"), hp.get(n, "none")) for n in others[:5])
+        items.append(Item("other packages", "%d" % len(rp), "%d" % len(hp), INFO,
+                          "%d differ: %s%s" % (len(others), shown, " ..." if len(others) > 5 else "")))
+    else:
+        items.append(Item("other packages", "%d" % len(rp), "%d" % len(hp), PASS))
+    return items
+
+
+def _hardware_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    r, h = section(rec, "hardware"), section(here, "hardware")
+    items: List[Item] = []
+    items.append(_version_item("cuda", r.get("cuda_version"), h.get("cuda_version"), minor=WARN, major=FAIL))
+    model, here_model = scalar(r.get("gpu_model")), scalar(h.get("gpu_model"))
+    if model is None:
+        items.append(Item("gpu model", "-", _text(here_model), NOT_RECORDED))
+    elif here_model is None:
+        none_here = h.get("gpu_count") == 0 or h.get("gpus") == []
+        items.append(Item("gpu model", model, "none" if none_here else "-", FAIL if none_here else WARN,
+                          "no GPU here" if none_here else "not found here"))
+    else:
+        items.append(Item("gpu model", model, here_model,
+                          PASS if model.strip().lower() == here_model.strip().lower() else FAIL))
+    for key, label in (("gpu_count", "gpu count"), ("visible_gpu_count", "visible gpus")):
+        if key in r:
+            items.append(_equal_item(label, r.get(key), h.get(key), WARN))
+    if "gpu_memory_gb" in r:
+        items.append(_equal_item("gpu memory (GB)", r.get("gpu_memory_gb"), h.get("gpu_memory_gb"), INFO,
+                                 missing_here=INFO))
+    items.append(_equal_item("driver", r.get("driver_version"), h.get("driver_version"), WARN))
+    if "cuda_driver_version" in r:
+        items.append(_equal_item("cuda driver api", r.get("cuda_driver_version"), h.get("cuda_driver_version"), WARN))
+    items.append(_version_item("nccl", r.get("nccl_version"), h.get("nccl_version"), minor=WARN, major=FAIL,
+                               other=WARN))
+    items.append(_version_item("cudnn", r.get("cudnn_version"), h.get("cudnn_version"), minor=WARN, major=FAIL,
+                               other=WARN))
+    cpu_a, cpu_b = get(r, "cpu.model", None), get(h, "cpu.model", None)
+    if scalar(cpu_a):
+        items.append(_equal_item("cpu", cpu_a, cpu_b, INFO, missing_here=INFO))
+    return items
+
+
+def _system_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    r, h = section(rec, "environment.system"), section(here, "environment.system")
+    items = [_equal_item("arch", r.get("arch"), h.get("arch"), WARN)]
+    for key, label in (("os", "os"), ("distribution", "distribution"), ("kernel", "kernel")):
+        if scalar(r.get(key)):
+            items.append(_equal_item(label, r.get(key), h.get(key), INFO, missing_here=INFO))
+    if scalar(r.get("hostname")):  # another node is the normal case: information, whatever it says
+        items.append(Item("hostname", _text(r.get("hostname")), _text(h.get("hostname")), INFO))
+    return items
+
+
+def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    r = rec.get("seeds")
+    if not isinstance(r, dict) or not r:
+        return [Item("seeds", "-", "-", NOT_RECORDED)]
+    h = here.get("seeds")
+    if not isinstance(h, dict):
+        return [Item("seeds", "recorded", "-", WARN, "seeds and determinism switches not collected here")]
+    items: List[Item] = []
+    for key in sorted(k for k in r if k not in ("switches", "missing", "bit_reproducible")):
+        if isinstance(r[key], (dict, list)):
+            continue
+        items.append(_equal_item("seed " + key, r[key], h.get(key), WARN))
+    rs, hs = r.get("switches"), h.get("switches")
+    rs = rs if isinstance(rs, dict) else {}
+    hs = hs if isinstance(hs, dict) else {}
+    for key in sorted(set(rs) | set(hs)):
+        a, b = rs.get(key, MISSING), hs.get(key, MISSING)
+        if a == b:
+            items.append(Item("switch " + key, _text(a), _text(b), PASS))
+        else:
+            items.append(Item("switch " + key, _text(a) if a is not MISSING else "unset",
+                              _text(b) if b is not MISSING else "unset", WARN, "determinism switch differs"))
+    if r.get("bit_reproducible") is False:
+        missing = r.get("missing")
+        note = ", ".join(str(m) for m in missing)[:200] if isinstance(missing, list) else ""
+        items.append(Item("bit reproducible", "no", "-", INFO, ("missing: " + note) if note else ""))
+    return items
+
+
+def _env_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    r = get(rec, "config.selected_env", None)
+    if not isinstance(r, dict):
+        return [Item("selected env", "-", "-", NOT_RECORDED)]
+    h = get(here, "config.selected_env", None)
+    if not isinstance(h, dict):
+        return [Item("selected env", "%d vars" % len(r), "-", WARN, "not collected here")] if r else []
+    items: List[Item] = []
+    same = 0
+    for name in sorted(set(r) | set(h), key=str):
+        a, b = r.get(name, MISSING), h.get(name, MISSING)
+        if a == b:
+            same += 1
+            continue
+        shown_a = "unset" if a is MISSING else _text(a)
+        shown_b = "unset" if b is MISSING else _text(b)
+        if compare.redacted_parts(a if isinstance(a, str) else ""):
+            items.append(Item("env " + name, shown_a, shown_b, INFO, "recorded value redacted: cannot compare"))
+        elif is_info_env(str(name)):
+            items.append(Item("env " + name, shown_a, shown_b, INFO))
+        else:
+            items.append(Item("env " + name, shown_a, shown_b, WARN))
+    if same:
+        items.insert(0, Item("selected env", "%d equal" % same, "%d equal" % same, PASS))
+    return items
+
+
+def _config_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    files = get(rec, "config.files", None)
+    if not isinstance(files, list) or not files:
+        return []
+    current = get(here, "config.files", None)
+    by_path = {}
+    if isinstance(current, list):
+        by_path = {f.get("path"): f for f in current if isinstance(f, dict)}
+    items = []
+    for f in files:
+        if not isinstance(f, dict) or not scalar(f.get("path")):
+            continue
+        label = "config " + str(f["path"])
+        digest = scalar(f.get("sha256"))
+        g = by_path.get(f["path"])
+        here_digest = scalar(g.get("sha256")) if isinstance(g, dict) else None
+        if digest is None:
+            items.append(Item(label, "-", _text(here_digest, True), NOT_RECORDED))
+        elif here_digest is None:
+            items.append(Item(label, digest[:12], "-", WARN, "not found here" if current is not None
+                              else "config files not collected here"))
+        else:
+            items.append(Item(label, digest[:12], here_digest[:12], PASS if digest == here_digest else WARN,
+                              "" if digest == here_digest else "config file changed"))
+    return items
+
+
+def _input_key(entry: Mapping[str, Any]) -> Optional[str]:
+    return scalar(entry.get("path")) or scalar(entry.get("id"))
+
+
+def _fingerprint(entry: Mapping[str, Any], kind: str) -> Optional[str]:
+    value = entry.get(kind)
+    if isinstance(value, dict):
+        for key in ("sha256", "digest", "fingerprint"):
+            if scalar(value.get(key)):
+                return scalar(value.get(key))
+        return json.dumps(value, sort_keys=True, default=str)
+    return scalar(value)
+
+
+def _data_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    inputs = get(rec, "data.inputs", None)
+    if not isinstance(inputs, list) or not inputs:
+        return []
+    current = get(here, "data.inputs", None)
+    by_key = {}
+    if isinstance(current, list):
+        by_key = {_input_key(e): e for e in current if isinstance(e, dict)}
+    items = []
+    for e in inputs:
+        if not isinstance(e, dict) or _input_key(e) is None:
+            continue
+        key = _input_key(e) or ""
+        g = by_key.get(key)
+        label = "data " + key
+        if not isinstance(g, dict):
+            items.append(Item(label, "recorded", "-", WARN, "not fingerprinted here"))
+            continue
+        for kind in ("full", "quick"):
+            a, b = _fingerprint(e, kind), _fingerprint(g, kind)
+            if a is not None and b is not None:
+                items.append(Item(label, a[:12], b[:12], PASS if a == b else WARN,
+                                  "%s fingerprint%s" % (kind, "" if a == b else " differs")))
+                break
+        else:
+            if scalar(e.get("kind")) in ("hub", "id") or ("id" in e and "path" not in e):
+                items.append(Item(label, "identifier", "identifier", INFO))
+            else:
+                items.append(Item(label, "-", "-", NOT_RECORDED, "no comparable fingerprint"))
+    return items
+
+
+def _runtime_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
+    r, h = section(rec, "runtime"), section(here, "runtime")
+    items = []
+    if scalar(r.get("mode")):
+        items.append(_equal_item("runtime mode", r.get("mode"), h.get("mode"), WARN, missing_here=INFO))
+    if scalar(r.get("node_count")):
+        items.append(_equal_item("nodes", r.get("node_count"), h.get("node_count"), WARN, missing_here=INFO))
+    job = get(rec, "scheduler.slurm.job_id", None)
+    if scalar(job):
+        items.append(Item("slurm job", _text(job), _text(get(here, "scheduler.slurm.job_id", None)), INFO))
+    return items
+
+
+# -- collecting here ---------------------------------------------------------------------------
+
+def repo_paths(rec: Mapping[str, Any], overrides: Mapping[str, str], env: Mapping[str, str]
+               ) -> Tuple[Dict[str, str], List[str]]:
+    """Where each recorded repo is on this machine: ``--repo`` first, else its recorded path."""
+    home = env.get("HOME")
+    out: Dict[str, str] = {}
+    notes: List[str] = []
+    repos = section(rec, "code")
+    for name in overrides:
+        if name not in repos:
+            notes.append("--repo %s: the manifest records no repo of that name (it has: %s)"
+                         % (name, ", ".join(sorted(map(str, repos))) or "none"))
+    for name, r in repos.items():
+        path = overrides.get(name) or compare.resolve_home(get(r, "path", None), home)
+        if path:
+            out[str(name)] = os.path.abspath(os.path.expanduser(path))
+    return out, notes
+
+
+def closest_interpreter(recorded: str, version: Optional[str], env: Mapping[str, str]) -> Optional[str]:
+    """The nearest stand-in for a vanished interpreter: same name, then pythonX.Y, pythonX, python."""
+    import shutil
+
+    path = env.get("PATH", os.defpath)
+    names = [os.path.basename(recorded)]
+    mm = compare.major_minor(version)
+    if mm:
+        names.append("python" + mm)
+        names.append("python" + mm.split(".")[0])
+    names += ["python3", "python"]
+    for name in names:
+        if name:
+            found = shutil.which(name, path=path)
+            if found:
+                return found
+    return None
+
+
+def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[str, str]
+                 ) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
+    """Run the registered probes once, aimed at the recorded repos, command and interpreter.
+
+    Returns (this machine's document with repos keyed by the recorded names, hints, notes).
+    """
+    from . import manifest, redact, runner
+    from . import probes as registry
+    from .context import Context
+
+    home = env.get("HOME")
+    paths, notes = repo_paths(rec, repos, env)
+    argv = get(rec, "command.argv", None)
+    argv = [a for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+    cwd = _choose_cwd(compare.resolve_home(get(rec, "command.cwd", None), home), paths)
+    options: Dict[str, Any] = {"repos": dict(paths)}
+    inputs = get(rec, "data.inputs", None)
+    data = [compare.resolve_home(e.get("path"), home) for e in inputs if isinstance(e, dict)] \
+        if isinstance(inputs, list) else []
+    if any(data):
+        options["data"] = [d for d in data if d]  # fingerprint the same inputs here (as generate --data does)
+    hints: Dict[str, Any] = {}
+    exe = compare.resolve_home(get(rec, "environment.python.executable", None), home)
+    if exe:
+        exists = os.path.isfile(exe) and os.access(exe, os.X_OK)
+        hints["interpreter"] = {"exists": exists}
+        if exists:
+            options["python"] = exe  # judge the training interpreter, not the one running check
+        else:
+            hints["interpreter"]["closest"] = closest_interpreter(exe, scalar(_python_version(rec)), env)
+    ctx = Context(env=env, cwd=cwd, argv=argv, argv_source="cli" if argv else "none", options=options)
+    here = dict(manifest.build(ctx))
+    found = section(here, "code")
+    mapped: Dict[str, Any] = {}
+    git_probes = [p for p in registry.PROBES if p.name in ("git", "code")]
+    for name, path in paths.items():
+        entry = _match_repo(name, path, found, home)
+        if entry is None and os.path.isdir(path) and git_probes:
+            # Not reached by the main collection (another repo held the cwd): the same git probe, aimed here.
+            sub = Context(env=env, cwd=path, argv=argv, options={"repos": {name: path}})
+            sections, _ = runner.run_probes(git_probes, sub)
+            redacted = redact.redact_document(sections, redact.Redactor.for_environment(env))
+            entry = _match_repo(name, path, section(redacted, "code"), home)
+        if entry is not None:
+            mapped[name] = entry
+    here["code"] = mapped
+    return here, hints, notes
+
+
+def _choose_cwd(recorded_cwd: Optional[str], paths: Mapping[str, str]) -> str:
+    """Where the run started, when it exists here (relative config paths resolve as they did);
+    else the first recorded repo; else where we are. Repos outside it are probed on their own."""
+    if recorded_cwd and os.path.isdir(recorded_cwd):
+        return recorded_cwd
+    for p in paths.values():
+        if os.path.isdir(p):
+            return p
+    return os.getcwd() if os.path.isdir(os.curdir) else "/"
+
+
+def _match_repo(name: str, path: str, found: Mapping[str, Any], home: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The collected entry for the repo at ``path``: by its real path, whatever the probe named it."""
+    real = os.path.realpath(path)
+    candidates = [found.get(name)] + [found[k] for k in sorted(found, key=str) if k != name]
+    for entry in candidates:
+        if not isinstance(entry, dict):
+            continue
+        where = compare.resolve_home(entry.get("path"), home)
+        if where and os.path.realpath(where) == real:
+            return entry
+    # Redaction turns any /home/<user> into <HOME>, not only ours (root checking alice's repo):
+    # the entry of the same name whose path ends the same way is the one.
+    entry = found.get(name)
+    where = entry.get("path") if isinstance(entry, dict) else None
+    if isinstance(where, str) and where.startswith("<HOME>/") and real.endswith(where[len("<HOME>"):]):
+        return entry
+    return None
+
+
+def evaluate(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[str, str]) -> Report:
+    """Collect here and judge: the whole of ``check`` without printing (``rerun --confirm`` uses it)."""
+    here, hints, notes = collect_here(rec, repos=repos, env=env)
+    return Report(items=compare_documents(rec, here, hints), warnings=notes, run_id=_text(rec.get("run_id")))
+
+
+# -- output -----------------------------------------------------------------------------------
+
+_VERDICT_COLOR = {PASS: "32", WARN: "33", FAIL: "31", INFO: "36", NOT_RECORDED: "2"}
+
+
+def render_table(report: Report, *, color: bool = False, strict: bool = False) -> str:
+    headers = ("ITEM", "RECORDED", "HERE", "VERDICT")
+    rows = [(safe_text(i.item, 48), safe_text(i.recorded, 36), safe_text(i.here, 36), i.verdict,
+             safe_text(i.note, 160)) for i in report.items]
+    widths = [max([len(headers[k])] + [len(r[k]) for r in rows]) for k in range(3)]
+    lines = ["%-*s  %-*s  %-*s  %s" % (widths[0], headers[0], widths[1], headers[1], widths[2], headers[2],
+                                       headers[3])]
+    for r in rows:
+        verdict = r[3]
+        shown = "\x1b[%sm%s\x1b[0m" % (_VERDICT_COLOR[verdict], verdict) if color else verdict
+        line = "%-*s  %-*s  %-*s  %s" % (widths[0], r[0], widths[1], r[1], widths[2], r[2], shown)
+        if r[4]:
+            line += "  (%s)" % r[4]
+        lines.append(line.rstrip())
+    lines.append(summary_line(report, strict=strict))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(report: Report, *, strict: bool = False) -> str:
+    counts = report.counts()
+    verdict = report.verdict
+    meaning = {PASS: "compatible", WARN: "compatible, with warnings", FAIL: "not compatible"}[verdict]
+    if strict and verdict == WARN:
+        meaning = "fails under --strict"
+    return "%s (%s): %d FAIL, %d WARN, %d PASS, %d INFO, %d not recorded" % (
+        verdict, meaning, counts[FAIL], counts[WARN], counts[PASS], counts[INFO], counts[NOT_RECORDED])
+
+
+def render_json(report: Report, path: str, *, strict: bool = False) -> str:
+    doc = {
+        "manifest": path,
+        "run_id": report.run_id,
+        "verdict": report.verdict,
+        "exit_code": report.exit_code(strict),
+        "counts": report.counts(),
+        "items": [asdict(i) for i in report.items],
+        "warnings": report.warnings,
+    }
+    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=True) + "\n"
+
+
+def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, strict: bool = False,
+            env: Optional[Mapping[str, str]] = None) -> int:
+    """The subcommand: 0 compatible, 1 any FAIL (``strict``: any WARN), 2 unreadable manifest."""
+    env = dict(os.environ if env is None else env)
+    try:
+        rec, warnings = compare.read_document(path)
+    except compare.ManifestError as exc:
+        sys.stderr.write("relaxrepro check: %s: %s\n" % (safe_text(path), safe_text(exc)))
+        return 2
+    report = evaluate(rec, repos=repos, env=env)
+    report.warnings = warnings + report.warnings
+    for w in report.warnings:
+        sys.stderr.write("relaxrepro check: note: %s\n" % safe_text(w))
+    if as_json:
+        sys.stdout.write(render_json(report, path, strict=strict))
+    else:
+        sys.stdout.write(render_table(report, color=compare.use_color(sys.stdout, env), strict=strict))
+    return report.exit_code(strict)

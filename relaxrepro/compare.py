@@ -1,0 +1,237 @@
+"""What the reading commands (check, diff, rerun, restore) share: a light manifest reader, safe
+lookups into documents that may lack any field or hold an odd type, version rules, redaction
+placeholders and terminal-safe text.
+
+Stdlib only and cheap to import: ``diff`` must start fast on a laptop with nothing but Python, so
+nothing here imports a probe, the writer or the manifest assembler.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from .schema import MAX_BYTES, ManifestError, parse_manifest
+
+KEY_PACKAGES: Tuple[str, ...] = (
+    "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "transformers",
+)
+"""Packages whose version decides whether a run computes the same thing (issue 8's list)."""
+
+PLACEHOLDERS: Tuple[str, ...] = ("<redacted>", "<HOME>", "<internal-host>", "<internal-address>")
+"""What redaction leaves in place of a value; ``***`` (a masked secret such as ``wand***``) is the other."""
+
+MISSING = object()
+"""Returned by :func:`get` when a field is absent (distinct from a recorded ``null``)."""
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def read_document(path: str) -> Tuple[Dict[str, Any], List[str]]:
+    """Read and normalise a manifest file as a plain dict; raises :class:`ManifestError`.
+
+    The same checks and messages as ``schema.load_manifest`` without importing the manifest
+    assembler (and through it the writer, redaction and threading), which would double ``diff``'s
+    start-up time.
+    """
+    try:
+        if os.path.isdir(path):
+            raise ManifestError("%s is a directory, not a manifest file" % path)
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    if size > MAX_BYTES:
+        raise ManifestError("file is %d bytes, over the %d MB limit for a manifest" % (size, MAX_BYTES // 2**20))
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    return parse_manifest(raw)
+
+
+# -- safe lookups -------------------------------------------------------------------------------
+
+def get(doc: Any, dotted: str, default: Any = MISSING) -> Any:
+    """``doc["a"]["b"]`` for ``"a.b"``; ``default`` when any step is absent or not an object."""
+    node = doc
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def section(doc: Any, dotted: str) -> Dict[str, Any]:
+    """The object at ``dotted``, or ``{}`` when absent or of another type."""
+    value = get(doc, dotted, None)
+    return value if isinstance(value, dict) else {}
+
+
+def scalar(value: Any) -> Optional[str]:
+    """A recorded scalar as text; None for absent, null, empty or structured values."""
+    if value is MISSING or value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value).strip()
+    return text or None
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
+_NORMAL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def norm_package(name: str) -> str:
+    """PEP 503 name normalisation: ``Flash_Attn`` and ``flash-attn`` are one package."""
+    if _NORMAL_NAME.match(name):  # most names already are: skip the substitution (diff must be fast)
+        return name
+    return _SEPARATORS.sub("-", name).lower()
+
+
+def packages(doc: Any) -> Optional[Dict[str, str]]:
+    """Installed distributions by normalised name, from ``packages`` or else ``key_packages``.
+
+    None when the manifest recorded neither (the probe was absent), which is not "none installed".
+    """
+    env = section(doc, "environment")
+    found: Optional[Dict[str, str]] = None
+    for key in ("key_packages", "packages"):  # full list last, so it wins on a clash
+        table = env.get(key)
+        if isinstance(table, dict):
+            found = found or {}
+            for name, version in table.items():
+                if isinstance(version, str):
+                    version = version.strip()
+                elif isinstance(version, (int, float)) and not isinstance(version, bool):
+                    version = str(version)
+                else:
+                    continue
+                if version and isinstance(name, str):
+                    found[norm_package(name)] = version
+    return found
+
+
+# -- versions -----------------------------------------------------------------------------------
+
+_RELEASE = re.compile(r"^[vV]?(\d+(?:\.\d+)*)(.*)$")
+
+
+def parse_version(text: Any) -> Optional[Tuple[Tuple[int, ...], str, str]]:
+    """(release numbers, suffix such as ``rc1``/``.post1``, local part after ``+``) or None."""
+    value = scalar(text)
+    if value is None:
+        return None
+    public, _, local = value.partition("+")
+    m = _RELEASE.match(public.strip())
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split(".")), m.group(2), local
+
+
+def change_level(old: Any, new: Any) -> str:
+    """How two versions differ: ``equal``, ``local``, ``patch``, ``minor``, ``major`` or ``unknown``.
+
+    ``2.3.0+cu121`` vs ``2.3.0+cu118`` is ``local``; ``12.1.105`` vs ``12.1.66`` is ``patch``;
+    a pre-release or post-release suffix counts as ``patch``. Unparseable and different is
+    ``unknown`` (a git describe string, a date).
+    """
+    a, b = scalar(old), scalar(new)
+    if a == b:
+        return "equal"
+    pa, pb = parse_version(a), parse_version(b)
+    if pa is None or pb is None:
+        return "unknown"
+    ra, rb = pa[0] + (0,) * (3 - len(pa[0])), pb[0] + (0,) * (3 - len(pb[0]))
+    if ra[0] != rb[0]:
+        return "major"
+    if ra[1] != rb[1]:
+        return "minor"
+    if ra != rb or pa[1] != pb[1]:
+        return "patch"
+    if pa[2] != pb[2]:
+        return "local"
+    return "equal"  # "12.1" and "12.1.0"
+
+
+def version_order(old: Any, new: Any) -> int:
+    """-1 when ``new`` is older than ``old`` (a downgrade), 1 when newer, 0 when equal or unknown."""
+    pa, pb = parse_version(old), parse_version(new)
+    if pa is None or pb is None:
+        return 0
+    ra, rb = pa[0] + (0,) * (4 - len(pa[0])), pb[0] + (0,) * (4 - len(pb[0]))
+    if ra != rb:
+        return 1 if rb > ra else -1
+    if pa[1] != pb[1]:
+        # a suffix-less release is newer than its pre-releases ("2.4.0" > "2.4.0rc1")
+        if not pb[1]:
+            return 1 if not pa[1].startswith((".post", "post", "-post")) else -1
+        if not pa[1]:
+            return -1 if not pb[1].startswith((".post", "post", "-post")) else 1
+        return 1 if pb[1] > pa[1] else -1
+    return 0
+
+
+def major_minor(text: Any) -> Optional[str]:
+    parsed = parse_version(text)
+    if parsed is None:
+        return None
+    release = parsed[0] + (0,)
+    return "%d.%d" % release[:2]
+
+
+# -- redaction placeholders ---------------------------------------------------------------------
+
+def redacted_parts(value: Any) -> List[str]:
+    """The placeholders redaction left inside ``value`` (``<HOME>``, ``wand***`` ...), in order."""
+    if not isinstance(value, str):
+        return []
+    found = [p for p in PLACEHOLDERS if p in value]
+    found.extend(m.group(0) for m in re.finditer(r"\S{0,4}\*\*\*", value))
+    return found
+
+
+def resolve_home(path: Any, home: Optional[str]) -> Optional[str]:
+    """A recorded path with a leading ``<HOME>`` resolved against this machine's home."""
+    if not isinstance(path, str) or not path:
+        return None
+    if path == "<HOME>" or path.startswith("<HOME>/"):
+        if not home:
+            return None
+        return home.rstrip("/") + path[len("<HOME>"):]
+    return path
+
+
+# -- terminal-safe text -------------------------------------------------------------------------
+
+# C0/C1 controls, DEL, and the invisible format characters that reorder or hide text
+# ("Trojan Source", CVE-2021-42574): none of them may reach a terminal from a manifest.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2028\u2029\u2060-\u2064\u2066-\u2069\ufeff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\x1b"}
+
+
+def _escape_char(m: "re.Match[str]") -> str:
+    c = m.group(0)
+    if c in _NAMED:
+        return _NAMED[c]
+    return "\\x%02x" % ord(c) if ord(c) < 0x100 else "\\u%04x" % ord(c)
+
+
+def safe_text(value: Any, limit: Optional[int] = None) -> str:
+    """``value`` as one printable line: control and bidi characters escaped, optionally shortened."""
+    text = value if isinstance(value, str) else str(value)
+    text = _UNSAFE.sub(_escape_char, text)
+    if limit is not None and len(text) > limit:
+        text = text[: max(limit - 3, 1)] + "..."
+    return text
+
+
+def use_color(stream: Any, env: Dict[str, str]) -> bool:
+    """Color only on a terminal, never with ``NO_COLOR`` set (https://no-color.org) or TERM=dumb."""
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
