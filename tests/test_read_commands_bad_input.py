@@ -33,7 +33,7 @@ BROKEN = {
     "major-2": (_GOOD.replace(b'"schema_version": "1.0"', b'"schema_version": "2.0"'),
                 "unsupported schema_version 2.0: this relaxrepro reads 1.x"),
     "no-version": (b'{"foo": 1}', "missing schema_version"),
-    "version-number": (b'{"schema_version": 1.0}', "Unexpected type float (expected str) in 'schema_version'"),
+    "version-number": (b'{"schema_version": 1.0}', "Unexpected type float (expected string) in 'schema_version'"),
 }
 
 COMMANDS = {
