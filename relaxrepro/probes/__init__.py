@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
+from .. import lineage
 from ..runner import Deriver, Probe
 from . import command, git, python, system
 
@@ -18,7 +19,9 @@ PROBES: Tuple[Probe, ...] = (
     Probe("git", git.collect),
 )
 
-DERIVERS: Tuple[Deriver, ...] = ()
+DERIVERS: Tuple[Deriver, ...] = (
+    Deriver("lineage", lineage.derive),
+)
 
 
 def _check_unique() -> None:
