@@ -217,8 +217,10 @@ def derived_edges(args: Mapping[str, Any], *, cwd: str = ".") -> List[Dict[str, 
     edges: List[Dict[str, Any]] = []
     seen = set()
     stop = _ancestors(os.path.abspath(cwd))
-    for name in sorted(args):
-        value = args[name]
+    flat: Dict[str, Any] = {}
+    _flatten(dict(args), "", flat, depth=0)
+    for name in sorted(flat):
+        value = flat[name]
         leaf = name.rsplit(".", 1)[-1].lower().replace("-", "_")
         if not isinstance(value, str) or not value.strip() or not CHECKPOINT_ARG.search(leaf):
             continue
