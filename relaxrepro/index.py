@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .lineage import MANIFEST_RE
-
 LS_FIELDS = ("schema_version", "run_id", "generated_at", "code", "hardware", "training", "lineage", "outcome")
 
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules"})
+_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "wandb"})
+
+_CHECKPOINT_DIR = re.compile(r"^(iter_\d+|global_step\d+|checkpoint-\d+|step_\d+|mp_rank_\d+(_\d+)*)$")
+"""Checkpoint iteration directories (Megatron ``iter_0000100/mp_rank_00``, DeepSpeed ``global_step100``,
+HF Trainer ``checkpoint-500``): a long run has hundreds, each with a subdirectory per rank, and no
+manifest is ever written inside one. Not descending into them keeps ``ls`` fast on real run trees."""
 
 
 @dataclass
@@ -39,10 +43,12 @@ class Entry:
 def find_manifests(roots: Iterable[str]) -> Iterator[str]:
     """Paths of ``manifest_*.json`` below ``roots`` (a file root is yielded as is).
 
-    Hidden directories, ``__pycache__`` and ``node_modules`` are skipped; symlinked directories are
-    followed once (run trees link shared runs in), never round a loop.
+    Hidden directories, ``__pycache__``, ``node_modules``, ``wandb`` and checkpoint iteration
+    directories are skipped. Symlinked directories are
+    followed (run trees link shared runs in) once each, and never into a directory that contains
+    them (a loop). Only symlinks cost a ``stat``: the walk itself reads directory entries alone.
     """
-    seen = set()
+    linked = set()
     for root in roots:
         if os.path.isfile(root):
             yield root
@@ -50,13 +56,6 @@ def find_manifests(roots: Iterable[str]) -> Iterator[str]:
         stack = [root]
         while stack:
             d = stack.pop()
-            try:
-                st = os.stat(d)
-            except OSError:
-                continue
-            if (st.st_dev, st.st_ino) in seen:
-                continue
-            seen.add((st.st_dev, st.st_ino))
             subdirs = []
             try:
                 with os.scandir(d) as it:
@@ -64,9 +63,16 @@ def find_manifests(roots: Iterable[str]) -> Iterator[str]:
                         name = e.name
                         try:
                             if e.is_dir():
-                                if not name.startswith(".") and name not in _SKIP_DIRS:
-                                    subdirs.append(e.path)
-                            elif name.startswith("manifest_") and name.endswith(".json") and MANIFEST_RE.match(name):
+                                if name.startswith(".") or name in _SKIP_DIRS or _CHECKPOINT_DIR.match(name):
+                                    continue
+                                if e.is_symlink():
+                                    target = os.path.realpath(e.path)
+                                    here = os.path.realpath(d)
+                                    if target in linked or here == target or here.startswith(target + os.sep):
+                                        continue
+                                    linked.add(target)
+                                subdirs.append(e.path)
+                            elif name.startswith("manifest_") and name.endswith(".json"):
                                 yield e.path
                         except OSError:
                             continue
@@ -81,11 +87,17 @@ def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
 
     try:
         with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_BYTES:
+                raise ManifestError("file is over the %d MB limit for a manifest" % (MAX_BYTES // 2**20))
+            quick = _read_quick(fh, size, fields)
+            if quick is None or "schema_version" not in quick or "run_id" not in quick:
+                fh.seek(0)
+                raw = fh.read()
+                quick = None
     except OSError as exc:
         raise ManifestError("cannot read: %s" % (exc.strerror or exc)) from None
-    quick = _quick(raw, fields)
-    if quick is not None and "schema_version" in quick and "run_id" in quick:
+    if quick is not None:
         check_version(quick["schema_version"])
         if not isinstance(quick["run_id"], str):
             raise ManifestError("Unexpected type %s (expected string)" % type(quick["run_id"]).__name__, "run_id")
@@ -94,28 +106,90 @@ def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
     return {k: doc[k] for k in fields if k in doc}
 
 
-def _quick(raw: bytes, fields: Sequence[str]) -> Optional[Dict[str, Any]]:
-    """Parse only ``fields`` from a file in our writer's layout; None when it is not in that layout."""
-    if not raw.startswith(b'{\n "') or not raw.endswith(b"}\n"):
+_BULK = frozenset({b"config", b"environment"})
+"""Sections of unbounded size (config file contents, the package list): read past only when wanted."""
+
+_HEAD = 16 * 1024
+_TAIL = 32 * 1024
+"""Bytes read from each end of a large manifest: code, collection and command sit at the head,
+generated_at to training at the tail; a file whose wanted sections reach further is read whole."""
+
+
+def _read_quick(fh: Any, size: int, fields: Sequence[str]) -> Optional[Dict[str, Any]]:
+    if size <= _HEAD + _TAIL:
+        raw = fh.read()
+        return _quick(raw, fields, raw)
+    head = fh.read(_HEAD)
+    fh.seek(size - _TAIL)
+    tail = fh.read(_TAIL)
+    return _quick(head, fields, tail, whole=False)
+
+
+def _quick(head: bytes, fields: Sequence[str], tail: Optional[bytes] = None, *,
+           whole: bool = True) -> Optional[Dict[str, Any]]:
+    """Parse only ``fields`` from a file in our writer's layout; None when it is not in that layout
+    (or, with ``whole=False``, when the wanted sections reach beyond ``head`` and ``tail``).
+
+    Keys are sorted, so the bulky sections sit in the middle: walk the top-level keys forward from
+    the start and backward from the end, each walk stopping at the first bulky section it does not
+    need, and decode only the wanted values. A wanted key between the two stops is looked up directly.
+    """
+    tail = head if tail is None else tail
+    if not head.startswith(b'{\n "') or not tail.endswith(b"\n}\n"):
         return None  # another layout, or cut short: the strict reader says which
-    out: Dict[str, Any] = {}
+    wanted = {name.encode("utf-8") for name in fields}
+    found: Dict[bytes, Any] = {}
+    low, high = b"", b"\xff"  # keys not walked lie strictly between these
     try:
-        for name in fields:
-            marker = b'\n "' + name.encode("utf-8") + b'": '
-            i = raw.find(marker)
+        pos = 1
+        while True:  # forward: pos is the newline before a key
+            key_end = head.find(b'": ', pos + 3)
+            if key_end < 0:
+                return None
+            key = head[pos + 3:key_end]
+            if key in _BULK and key not in wanted:
+                low = key
+                break
+            nxt = head.find(b'\n "', key_end)
+            if nxt < 0 and not whole:
+                return None
+            if key in wanted:
+                found[key] = _value(head, key_end + 3, nxt if nxt >= 0 else len(head) - 2)
+            if nxt < 0:
+                return {k.decode("utf-8"): v for k, v in found.items()}  # walked the whole file
+            pos = nxt
+        end = len(tail) - 2
+        while True:  # backward from the closing brace
+            i = tail.rfind(b'\n "', 0, end)
             if i < 0:
-                continue
-            start = i + len(marker)
-            end = raw.find(b'\n "', start)
-            if end < 0:
-                end = len(raw) - 2
-            chunk = raw[start:end].rstrip()
-            if chunk.endswith(b","):
-                chunk = chunk[:-1]
-            out[name] = json.loads(chunk.decode("utf-8"))
+                return None  # the tail holds no bulky section: it is all wanted, read whole
+            key_end = tail.find(b'": ', i + 3)
+            key = tail[i + 3:key_end]
+            if key in found or (key in _BULK and key not in wanted):
+                high = key
+                break
+            if key in wanted:
+                found[key] = _value(tail, key_end + 3, end)
+            end = i
+        for key in wanted - set(found):  # between the two walks (config, container, data, environment)
+            if not low < key < high:
+                continue  # its place was walked: the file has no such key
+            if not whole:
+                return None
+            i = head.find(b'\n "' + key + b'": ')
+            if i >= 0:
+                nxt = head.find(b'\n "', i + len(key) + 6)
+                found[key] = _value(head, i + len(key) + 6, nxt if nxt >= 0 else len(head) - 2)
     except ValueError:
         return None
-    return out
+    return {k.decode("utf-8"): v for k, v in found.items()}
+
+
+def _value(raw: bytes, start: int, end: int) -> Any:
+    chunk = raw[start:end].rstrip()
+    if chunk.endswith(b","):
+        chunk = chunk[:-1]
+    return json.loads(chunk.decode("utf-8"))
 
 
 def scan(roots: Iterable[str], fields: Sequence[str] = LS_FIELDS) -> List[Entry]:

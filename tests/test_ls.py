@@ -10,7 +10,7 @@ import pytest
 from conftest import generate, run_cli, validate_manifest
 from helpers_recording import make_doc, put
 
-from relaxrepro import index
+from relaxrepro import index, writer
 from relaxrepro.schema import ManifestError
 
 
@@ -188,3 +188,25 @@ def test_compare_of_an_unknown_group(tmp_path):
     res = run_cli("compare", "--group", "nope", "runs", cwd=tmp_path)
     assert res.returncode == 1
     assert res.stderr == "relaxrepro compare: error: no runs in group 'nope' under runs\n"
+
+
+@pytest.mark.parametrize("fields", [("data",), ("config", "outcome"), ("environment",), ("run_id", "data", "code"),
+                                    ("absent",), ("schema_version",)],
+                         ids=lambda f: "+".join(f))
+def test_the_quick_reader_finds_any_field_wherever_it_sits(fields):
+    doc = make_doc("X", config={"files": [{"content": "a\nb" * 50}]}, data={"inputs": [{"path": "/d"}]},
+                   environment={"packages": {"torch": "2.5.1"}}, outcome={"status": "ok"})
+    raw = writer.serialize(doc)
+    assert index._quick(raw, fields) == {k: doc[k] for k in fields if k in doc}
+
+
+@pytest.mark.parametrize("patch_kb", [0, 40], ids=["ends-only", "big-code-read-whole"])
+def test_large_manifests_are_read_from_their_ends(tmp_path, patch_kb):
+    code = {"relax": {"commit": "a" * 40, "dirty": True, "patch": {"text": "x" * patch_kb * 1024}}}
+    doc = make_doc("BIG", code=code, environment={"packages": {"p%05d" % i: "1.0" for i in range(3000)}},
+                   outcome={"status": "ok"}, lineage={"group": "g"})
+    path = put(tmp_path, doc)
+    assert path.stat().st_size > index._HEAD + index._TAIL
+    assert index.read_fields(str(path)) == {k: doc[k] for k in index.LS_FIELDS if k in doc}
+    assert index.read_fields(str(path), ("environment", "run_id", "schema_version"))["environment"] == \
+        doc["environment"]
