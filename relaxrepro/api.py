@@ -125,6 +125,10 @@ def _warn_problems(m: Manifest, what: str) -> None:
     from .manifest import probe_problems
 
     problems = probe_problems(m)
+    lineage = m.get("lineage") if isinstance(m.get("lineage"), dict) else {}
+    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else {}
+    if parent and not parent.get("found"):
+        problems.append("parent %s not found; recorded as given" % parent.get("given"))
     if problems:
         m.warnings.extend(problems)
         log.warning("relaxrepro: %s: %s", what, "; ".join(problems))

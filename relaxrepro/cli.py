@@ -228,7 +228,11 @@ def _cmd_run(args: argparse.Namespace, command: List[str]) -> int:
             os.makedirs(out_dir, exist_ok=True)
         except OSError:
             pass  # the write names the reason
-    code, doc, path, problems = _record(args, command, env, "run")
+    try:
+        code, doc, path, problems = _record(args, command, env, "run")
+    except Exception as exc:  # a bug of ours must not keep the training from running
+        sys.stderr.write("relaxrepro: warning: no manifest: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        code, doc, path, problems = None, None, None, []
     if code is not None:
         return code
     if path is not None:
@@ -242,6 +246,9 @@ def _cmd_run(args: argparse.Namespace, command: List[str]) -> int:
 
     from . import outcome, proc
 
+    if path is not None and doc is not None:
+        # The trainer can log which manifest describes it (and skip recording itself twice).
+        env = dict(env, RELAXREPRO_RUN_ID=str(doc.get("run_id")), RELAXREPRO_MANIFEST=os.path.abspath(path))
     result = proc.run_foreground(command, env=env)
     status = proc.exit_status(result)
     if result.error is not None:

@@ -69,8 +69,8 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
 
 def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
     runs = result["runs"]
-    lines = ["group %s: %d runs, %d of %d recorded values vary" % (
-        result["group"], len(runs), len(result["varying"]), result["compared"])]
+    lines = ["group %s: %d run%s, %d of %d recorded values vary" % (
+        result["group"], len(runs), "" if len(runs) == 1 else "s", len(result["varying"]), result["compared"])]
     for i, r in enumerate(runs, 1):
         note = "  (%s)" % r["note"] if r.get("note") else ""
         lines.append("  [%d] %s  %s%s" % (i, r["run_id"], index._rel(r["path"], cwd), note))

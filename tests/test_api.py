@@ -289,3 +289,13 @@ def test_importable_and_usable_from_the_pyz(tmp_path):
     validate_manifest(doc)
     assert doc["outcome"]["status"] == "ok" and doc["lineage"]["group"] == "pyz"
     assert os.path.getsize(path) > 0
+
+
+def test_a_parent_that_does_not_exist_is_one_warning_and_recorded_as_given(tmp_path, caplog, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="relaxrepro"):
+        m = relaxrepro.collect_manifest(parent="20240101_000000_0000000")
+    assert m["lineage"]["parent"] == {"given": "20240101_000000_0000000", "run_id": "20240101_000000_0000000",
+                                      "reason": "explicit", "found": False}
+    messages = [r.getMessage() for r in _relaxrepro_warnings(caplog)]
+    assert messages == ["relaxrepro: partial manifest: parent 20240101_000000_0000000 not found; recorded as given"]

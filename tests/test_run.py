@@ -148,3 +148,21 @@ def test_run_foreground_keeps_the_child_in_our_process_group(tmp_path):
     out = tmp_path / "pgid"
     proc.run_foreground(["sh", "-c", "ps -o pgid= -p $$ > %s" % out])
     assert int(out.read_text().strip()) == os.getpgrp()  # so a terminal's Ctrl-C reaches it directly
+
+
+def test_the_command_learns_its_run_id_and_manifest(tmp_path):
+    res = run_cli("run", "--output-dir", str(tmp_path), "--", "sh", "-c",
+                  'echo "$RELAXREPRO_RUN_ID $RELAXREPRO_MANIFEST"', cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = _only_manifest(tmp_path)
+    assert res.stdout.split() == [doc["run_id"], str(manifests(tmp_path)[0])]
+
+
+def test_the_command_still_runs_when_recording_fails(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = run_cli("run", "--output-dir", str(blocker / "sub"), "--", "sh", "-c", "echo trained; exit 0",
+                  cwd=tmp_path)
+    assert res.returncode == 0
+    assert res.stdout == "trained\n"
+    assert "relaxrepro: warning: could not write" in res.stderr
