@@ -72,9 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         help="write the manifest, run COMMAND, then add its outcome",
-        description="Write the manifest of COMMAND, run it (stdio passed through, SIGINT/SIGTERM/SIGUSR1 "
-        "forwarded), add how it ended to the manifest, and exit with its status: 128+N when killed by "
-        "signal N, 127 when it cannot start. Use it where `python train.py` stood in an sbatch script.",
+        usage="relaxrepro run [generate options] -- COMMAND [ARG ...]",
+        description="Write the manifest of COMMAND, run it (stdio passed through; SIGINT, SIGTERM, SIGHUP,\n"
+        "SIGUSR1/2 forwarded), add how it ended to the manifest, and exit with its status: 128+N when\n"
+        "killed by signal N, 127 when it cannot start. Use it where `python train.py` stood in an sbatch\n"
+        "script. With --strict the command is not started when a probe failed or nothing was written.",
         epilog="example:\n  relaxrepro run --output-dir runs/ --group lr-sweep -- python train.py --lr 3e-4\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

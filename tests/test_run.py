@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, run_cli, validate_manifest
+from conftest import clean_env, fake_tool, run_cli, validate_manifest
 from helpers_recording import load, manifests
 
 from relaxrepro import proc
@@ -166,3 +166,23 @@ def test_the_command_still_runs_when_recording_fails(tmp_path):
     assert res.returncode == 0
     assert res.stdout == "trained\n"
     assert "relaxrepro: warning: could not write" in res.stderr
+
+
+def test_strict_does_not_start_the_command_when_a_probe_failed(tmp_path, repo):
+    bindir = tmp_path / "bin"
+    fake_tool(bindir, "git", "echo 'fatal: not a git repository' >&2; exit 128\n")
+    marker = tmp_path / "ran"
+    res = run_cli("run", "--strict", "--output-dir", str(tmp_path / "out"), "--", "/bin/sh", "-c",
+                  "touch %s" % marker, env=clean_env(PATH=str(bindir)), cwd=repo)
+    assert res.returncode == 1
+    assert "relaxrepro: warning: probe git failed: git status failed" in res.stderr
+    assert "relaxrepro run: error: a probe failed; not running the command (--strict)" in res.stderr
+    assert not marker.exists()
+
+
+def test_a_bad_run_id_is_a_usage_error_and_nothing_runs(tmp_path):
+    marker = tmp_path / "ran"
+    res = run_cli("run", "--run-id", "a b", "--", "touch", str(marker), cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr == "relaxrepro run: error: --run-id 'a b': use letters, digits, '.', '_' and '-' only\n"
+    assert not marker.exists()
