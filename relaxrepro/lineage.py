@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .context import Context
 from .runner import Outcome
@@ -44,12 +45,21 @@ def derive(doc: Dict[str, Any], ctx: Context) -> Optional[Outcome]:
     own = str(doc.get("run_id") or "")
     search = _search_dirs(ctx)
     if given is not None:
-        parent = resolve_parent(given, search, cwd=ctx.cwd)
-        if not parent["found"]:
+        parent = _within(ctx, lambda: resolve_parent(given, search, cwd=ctx.cwd))
+        if parent is None:
+            parent = {"given": str(given), "run_id": None, "reason": "explicit", "found": False}
+            out.warn("looking for parent %s took over %g s (a slow filesystem?); recorded as given"
+                     % (given, _LOOKUP_S))
+        elif not parent["found"]:
             out.warn("parent %s not found (looked in %s); recorded as given"
                      % (parent["given"], ", ".join(search) or "no directory"))
         section["parent"] = parent
-    derived = [d for d in derived_edges(resolved_args(doc, ctx), cwd=ctx.cwd) if d["run_id"] != own]
+    args = resolved_args(doc, ctx)
+    edges = _within(ctx, lambda: derived_edges(args, cwd=ctx.cwd))
+    if edges is None:
+        edges = []
+        out.warn("looking for runs behind checkpoint arguments took over %g s; none recorded" % _LOOKUP_S)
+    derived = [d for d in edges if d["run_id"] != own]
     if derived:
         section["derived"] = derived
         if "parent" not in section:
@@ -64,6 +74,27 @@ def derive(doc: Dict[str, Any], ctx: Context) -> Optional[Outcome]:
         return None
     out.data = {"lineage": section}
     return out
+
+
+_LOOKUP_S = 2.0
+"""Seconds the file lookups of one derive may take: derivers run outside the probes' threads, and a
+hung network filesystem must not hold the training back."""
+
+
+def _within(ctx: Context, fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a daemon thread for at most ``_LOOKUP_S`` (and the collection's deadline); None if late."""
+    box: Dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            box["value"] = fn()
+        except Exception as exc:  # reported as a late answer: the deriver notes it and carries on
+            box["error"] = exc
+
+    t = threading.Thread(target=body, name="relaxrepro-lineage", daemon=True)
+    t.start()
+    t.join(max(min(_LOOKUP_S, ctx.remaining()), 0.2))
+    return box.get("value")
 
 
 def _search_dirs(ctx: Context) -> List[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
+import time
 from pathlib import Path
 
 from conftest import ROOT, clean_env, run_cli, validate_manifest
@@ -232,3 +234,27 @@ def test_lineage_of_an_unknown_run(tmp_path):
     assert res.stderr == "relaxrepro lineage: error: run Z not found under runs\n"
     res = run_cli("lineage", "Z", "nowhere", cwd=tmp_path)
     assert (res.returncode, res.stderr) == (1, "relaxrepro lineage: error: nowhere: no such file or directory\n")
+
+
+def test_a_lookup_on_a_hung_filesystem_is_abandoned(tmp_path, monkeypatch):
+    release = threading.Event()
+
+    def hang(directory):  # an NFS directory that never answers
+        release.wait(30)
+
+    put(tmp_path / "a", make_doc("A"))
+    monkeypatch.setattr(lineage, "newest_manifest", hang)
+    monkeypatch.setattr(lineage, "_LOOKUP_S", 0.3)
+    doc = make_doc("C", config={"resolved_args": {"load": str(tmp_path / "a")}})
+    try:
+        t0 = time.monotonic()
+        out = _derive(doc, tmp_path / "work", parent=str(tmp_path / "a"), group="g")
+        elapsed = time.monotonic() - t0
+    finally:
+        release.set()
+    assert elapsed < 5
+    assert out.data["lineage"] == {"parent": {"given": str(tmp_path / "a"), "run_id": None, "reason": "explicit",
+                                              "found": False}, "group": "g"}
+    assert out.warnings == [
+        "looking for parent %s took over 0.3 s (a slow filesystem?); recorded as given" % (tmp_path / "a"),
+        "looking for runs behind checkpoint arguments took over 0.3 s; none recorded"]
