@@ -186,3 +186,53 @@ def test_a_bad_run_id_is_a_usage_error_and_nothing_runs(tmp_path):
     assert res.returncode == 2
     assert res.stderr == "relaxrepro run: error: --run-id 'a b': use letters, digits, '.', '_' and '-' only\n"
     assert not marker.exists()
+
+
+_COUNT_SIGINT = """
+import signal, sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+got = []
+def handler(signum, frame):
+    got.append(signum)
+    out.with_suffix('.count').write_text(str(len(got)))
+signal.signal(signal.SIGINT, handler)
+out.write_text('ready')
+end = time.monotonic() + 30
+while not got and time.monotonic() < end:
+    time.sleep(0.02)
+time.sleep(1.0)  # a second, forwarded SIGINT would arrive in here
+sys.exit(7)
+"""
+
+
+def test_ctrl_c_on_a_terminal_reaches_the_command_once(tmp_path):
+    import fcntl
+    import pty
+    import termios
+
+    master, slave = pty.openpty()
+    ready = tmp_path / "child.txt"
+
+    def take_terminal() -> None:  # like a login shell: the tty becomes our controlling terminal
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "relaxrepro", "run", "--output-dir", str(tmp_path / "out"), "--",
+         sys.executable, "-c", _COUNT_SIGINT, str(ready)],
+        env=clean_env(), cwd=str(tmp_path), stdin=slave, stdout=slave, stderr=slave,
+        start_new_session=True, preexec_fn=take_terminal)
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline and child.poll() is None:
+            time.sleep(0.05)
+        assert ready.exists(), "child not ready"
+        os.write(master, b"\x03")  # Ctrl-C: the terminal signals its whole foreground process group
+        rc = child.wait(30)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+        os.close(master)
+    assert ready.with_suffix(".count").read_text() == "1"  # from the terminal, not again from us
+    assert rc == 7
