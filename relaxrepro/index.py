@@ -3,9 +3,10 @@
 A team's run tree holds thousands of manifests of up to 100 KB, most of it packages and config
 contents that a listing never shows. Our writer's layout is fixed (sorted keys, one-space indent),
 so a top-level key always starts a line as ``\\n "key": `` and nothing nested can look like that
-(nested keys are indented deeper; newlines inside strings are escaped). :func:`read_fields` finds
-the few sections a listing needs and parses only those; a file in any other layout is parsed whole
-by the strict reader. An unreadable manifest is an entry with an ``error``, never a crash.
+(nested keys are indented deeper; newlines inside strings are escaped). Sorted keys put the bulky
+``config`` and ``environment`` in the middle, so :func:`read_fields` reads a large file's two ends
+only and parses just the sections a listing needs; a file in any other layout is parsed whole by
+the strict reader. An unreadable manifest is an entry with an ``error``, never a crash.
 """
 
 from __future__ import annotations
