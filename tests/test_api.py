@@ -299,3 +299,23 @@ def test_a_parent_that_does_not_exist_is_one_warning_and_recorded_as_given(tmp_p
                                       "reason": "explicit", "found": False}
     messages = [r.getMessage() for r in _relaxrepro_warnings(caplog)]
     assert messages == ["relaxrepro: partial manifest: parent 20240101_000000_0000000 not found; recorded as given"]
+
+
+def test_ctrl_c_in_the_trainer_is_recorded_and_still_raised(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KeyboardInterrupt):
+        with relaxrepro.recorded(output_dir=tmp_path) as m:
+            raise KeyboardInterrupt
+    out = load(Path(m.path))["outcome"]
+    assert (out["status"], out["exception_type"]) == ("exception", "KeyboardInterrupt")
+
+
+def test_a_run_id_clash_gives_a_fresh_id_that_the_manifest_follows(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    m = relaxrepro.collect_manifest()
+    taken = tmp_path / ("manifest_%s.json" % m.run_id)
+    taken.write_text("someone else's")
+    path = relaxrepro.write_manifest(m, tmp_path)
+    assert path != str(taken) and taken.read_text() == "someone else's"
+    assert Path(path).name == "manifest_%s.json" % m.run_id
+    assert load(Path(path))["run_id"] == m.run_id
