@@ -6,13 +6,14 @@ This file stays parseable by any Python 3 so the version guard in ``__main__`` c
 
 from relaxrepro._version import __version__
 
-__all__ = ["__version__", "collect_manifest", "update_manifest", "write_manifest", "load_manifest",
+__all__ = ["__version__", "collect_manifest", "update_manifest", "write_manifest", "recorded", "load_manifest",
            "Manifest", "ManifestError"]
 
 _LAZY = {
     "collect_manifest": "relaxrepro.api",
     "update_manifest": "relaxrepro.api",
     "write_manifest": "relaxrepro.api",
+    "recorded": "relaxrepro.api",
     "load_manifest": "relaxrepro.schema",
     "ManifestError": "relaxrepro.schema",
     "Manifest": "relaxrepro.manifest",

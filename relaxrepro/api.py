@@ -1,63 +1,326 @@
-"""The Python API for a trainer's entry point. These functions never raise and never block past
-the deadline: whatever fails, the trainer gets ``None`` or a partial manifest and one log warning.
+"""The Python API for a trainer's entry point.
+
+These functions never raise and never block past the deadline: whatever fails, the trainer gets
+``None`` or a partial manifest and one warning through :mod:`logging` (logger ``relaxrepro``).
+The collection runs in a daemon thread joined with a deadline, so even a probe stuck in a call that
+ignores its own timeout (an NFS stat, a wedged driver) costs the trainer at most the deadline.
+
+    args = parser.parse_args()
+    with relaxrepro.recorded(args, output_dir=args.log_dir) as manifest:
+        ray.init()
+        relaxrepro.update_manifest(manifest)   # live Ray topology, kept at exit with the outcome
+        train(args)
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
-from typing import Any, Dict, Mapping, Optional, Sequence
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .manifest import Manifest
 
 log = logging.getLogger("relaxrepro")
 
+_GRACE_S = 2.0
+"""Seconds past the collection deadline before the API stops waiting for it (merging, redaction)."""
+
+Updater = Callable[[Manifest, Dict[str, Any]], Any]
+"""``fn(manifest, options) -> runner.Outcome | None``: what only the running trainer can see."""
+
+_UPDATERS: List[Tuple[str, Updater]] = []
+"""Named steps run by :func:`update_manifest`, in order; the name is the key under ``collection.probes``.
+The Ray issue plugs ``runtime_from_ray`` in here with :func:`register_updater`."""
+
+_lock = threading.RLock()
+
+
+def register_updater(name: str, fn: Updater) -> None:
+    """Add (or replace, by name) a step that :func:`update_manifest` runs."""
+    with _lock:
+        for i, (existing, _fn) in enumerate(_UPDATERS):
+            if existing == name:
+                _UPDATERS[i] = (name, fn)
+                return
+        _UPDATERS.append((name, fn))
+
+
+def _bounded(fn: Callable[[], Any], limit: float, what: str) -> Tuple[bool, Any]:
+    """Run ``fn`` in a daemon thread for at most ``limit`` seconds: (finished, result or exception)."""
+    box: Dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: B036 - reported to the caller's thread, never lost
+            box["error"] = exc
+
+    t = threading.Thread(target=body, name="relaxrepro-" + what, daemon=True)
+    t.start()
+    t.join(limit)
+    if t.is_alive():
+        return False, None
+    if "error" in box:
+        return False, box["error"]
+    return True, box.get("value")
+
 
 def collect_manifest(
     args: Any = None,
     *,
+    repos: Optional[Mapping[str, str]] = None,
+    data: Optional[Sequence[str]] = None,
+    parent: Any = None,
+    group: Optional[str] = None,
+    note: Optional[str] = None,
+    output_dir: Optional[str] = None,
     argv: Optional[Sequence[str]] = None,
     env: Optional[Mapping[str, str]] = None,
     deadline_s: Optional[float] = None,
     **options: Any,
 ) -> Optional[Manifest]:
-    """Collect a manifest of the calling process's run. Call after parsing arguments."""
+    """Collect a manifest of the calling process's run. Call after parsing arguments, before ``ray.init()``.
+
+    ``args``: the parsed arguments (Namespace, dict, any object with ``__dict__``); ``repos``: extra
+    repositories by name; ``data``: input paths to fingerprint; ``parent``: a run id, a manifest path
+    or a :class:`Manifest`; ``group``/``note``: lineage. Returns None (and logs one warning) when
+    nothing could be collected within the deadline.
+    """
     try:
-        from . import manifest
         from .context import DEADLINE, Context
 
+        limit = float(deadline_s) if deadline_s else DEADLINE
         if argv is None:
             argv = [sys.executable] + list(sys.argv)
-        if args is not None:
-            options["args"] = args
-        ctx = Context(env=env, argv=argv, argv_source="api", deadline_s=deadline_s or DEADLINE, options=options)
-        return manifest.build(ctx)
+        for key, value in (("args", args), ("repos", repos), ("data", data), ("parent", parent),
+                           ("group", group), ("note", note), ("output_dir", output_dir)):
+            if value is not None:
+                options[key] = value
+        ctx = Context(env=env, argv=argv, argv_source="api", deadline_s=limit, options=options)
     except Exception as exc:
         log.warning("relaxrepro: could not collect a manifest: %s: %s", type(exc).__name__, exc)
         return None
 
+    def build() -> Manifest:
+        from . import manifest
 
-def update_manifest(m: Optional[Manifest], **options: Any) -> Optional[Manifest]:
-    """Add what only the running trainer can see (live Ray topology after ``ray.init()``).
+        return manifest.build(ctx)
 
-    Uses ``ray.nodes()`` and ``ray.cluster_resources()`` of the trainer's own driver: no subprocess,
-    no second driver. Ray is never imported here; without an initialised Ray, ``m`` comes back as is.
+    finished, value = _bounded(build, limit + _GRACE_S, "collect")
+    if not finished:
+        why = "%s: %s" % (type(value).__name__, value) if value is not None else \
+            "still running after %.0f s; gave up waiting" % (limit + _GRACE_S)
+        log.warning("relaxrepro: could not collect a manifest: %s", why)
+        return None
+    m: Manifest = value
+    _warn_problems(m, "partial manifest")
+    return m
+
+
+def _warn_problems(m: Manifest, what: str) -> None:
+    from .manifest import probe_problems
+
+    problems = probe_problems(m)
+    lineage = m.get("lineage") if isinstance(m.get("lineage"), dict) else {}
+    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else {}
+    if parent and not parent.get("found"):
+        problems.append("parent %s not found; recorded as given" % parent.get("given"))
+    if problems:
+        m.warnings.extend(problems)
+        log.warning("relaxrepro: %s: %s", what, "; ".join(problems))
+
+
+def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Manifest]:
+    """Add what only the running trainer can see (the live Ray topology after ``ray.init()``).
+
+    Runs each registered updater under the deadline and merges what it reports into ``manifest``,
+    with its status under ``collection.probes``. Returns the same manifest; None stays None.
     """
-    if m is None:
+    if manifest is None:
         return None
     try:
-        ray = sys.modules.get("ray")
-        if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
-            return m
-        from . import redact
-        from .probes import ray as ray_probe
-        from .probes import training
+        from . import runner
+        from .context import DEADLINE
 
-        live = ray_probe.runtime_from_ray_nodes(
-            ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)
-        doc: Dict[str, Any] = dict(m)
-        runtime = dict(doc.get("runtime") or {})
+        with _lock:
+            updaters = list(_UPDATERS)
+        limit = float(options.pop("deadline_s", None) or DEADLINE)
+        problems: List[str] = []
+        for name, fn in updaters:
+            t0 = time.monotonic()
+            finished, value = _bounded(functools.partial(fn, manifest, dict(options)), limit, "update-" + name)
+            seconds = round(time.monotonic() - t0, 4)
+            if not finished:
+                status = "timeout" if value is None else "failed"
+                warning = "%s did not finish within %.0f s" % (name, limit) if value is None else \
+                    "%s crashed: %s: %s" % (name, type(value).__name__, value)
+                entry: Dict[str, Any] = {"status": status, "seconds": seconds, "warnings": [warning]}
+                problems.append(warning)
+            elif value is None:
+                continue
+            else:
+                entry = {"status": getattr(value, "status", "ok"), "seconds": seconds,
+                         "warnings": [str(w) for w in getattr(value, "warnings", [])]}
+                with _lock:
+                    for clash in runner.merge_into(manifest, getattr(value, "data", None) or {}):
+                        entry["warnings"].append("%s: %s was already set; kept the first" % (name, clash))
+            with _lock:
+                collection = manifest.setdefault("collection", {})
+                collection.setdefault("probes", {})[name] = entry
+        if problems:
+            log.warning("relaxrepro: could not update the manifest: %s", "; ".join(problems))
+    except Exception as exc:
+        log.warning("relaxrepro: could not update the manifest: %s: %s", type(exc).__name__, exc)
+    return manifest
+
+
+def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[str] | str | None" = None
+                   ) -> Optional[str]:
+    """Write ``manifest_<run-id>.json`` into ``directory`` (created if needed) atomically.
+
+    Default directory: ``$RELAXREPRO_OUTPUT_DIR``, else ``.``. Returns the path, or None (one
+    warning logged). Writing the same manifest to the same directory again returns the first path:
+    a manifest is written once.
+    """
+    if manifest is None:
+        return None
+    try:
+        from . import manifest as _manifest
+
+        target = os.fspath(directory) if directory is not None else os.environ.get("RELAXREPRO_OUTPUT_DIR") or "."
+        with _lock:
+            earlier = getattr(manifest, "path", None)
+            if earlier and os.path.isfile(earlier) and _same_dir(os.path.dirname(earlier), target):
+                return earlier
+            try:
+                os.makedirs(target, exist_ok=True)
+            except OSError:
+                pass  # manifest.write names the reason
+            result = _manifest.write(manifest, directory=target)
+            if result.path is not None and isinstance(manifest, Manifest):
+                manifest.path = result.path
+                # A clash with an existing file made the writer pick a fresh run id: follow it.
+                name = os.path.basename(result.path)
+                if name != "manifest_%s.json" % manifest.get("run_id"):
+                    manifest["run_id"] = name[len("manifest_"):-len(".json")]
+        if result.warnings:
+            log.warning("relaxrepro: %s", "; ".join(result.warnings))
+        return result.path
+    except Exception as exc:
+        log.warning("relaxrepro: could not write the manifest: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def _same_dir(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a or ".", b or ".")
+    except OSError:
+        return False
+
+
+def _rank(env: Mapping[str, str]) -> Optional[int]:
+    for name in ("RANK", "SLURM_PROCID"):
+        value = env.get(name)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return None
+
+
+class _State:
+    def __init__(self, manifest: Optional[Manifest], path: Optional[str], started: float) -> None:
+        self.manifest = manifest
+        self.path = path
+        self.started = started
+
+
+class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / ``@recorded(...)``
+    """Record this run: collect, update and write at entry; add the outcome at exit.
+
+    As a context manager it yields the :class:`Manifest` (or None); as a decorator each call of the
+    function is one recorded run. The exception, ``sys.exit`` code or ``KeyboardInterrupt`` passes
+    through untouched. Only rank 0 (``RANK``, else ``SLURM_PROCID``) records unless ``all_ranks``.
+    Changes made to the manifest inside the block (``update_manifest`` after ``ray.init()``) are
+    written at exit together with the outcome.
+    """
+
+    def __init__(self, args: Any = None, output_dir: "os.PathLike[str] | str | None" = None, *,
+                 all_ranks: bool = False, **options: Any) -> None:
+        self._args = args
+        self._output_dir = output_dir
+        self._all_ranks = all_ranks
+        self._options = options
+        self._local = threading.local()
+
+    def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(func)
+        def wrapper(*a: Any, **kw: Any) -> Any:
+            with recorded(self._args, self._output_dir, all_ranks=self._all_ranks, **self._options):
+                return func(*a, **kw)
+
+        return wrapper
+
+    def __enter__(self) -> Optional[Manifest]:
+        started = time.monotonic()
+        state = _State(None, None, started)
+        stack = self._local.__dict__.setdefault("stack", [])
+        stack.append(state)
+        try:
+            env = self._options.get("env") or os.environ
+            rank = _rank(env)
+            if rank not in (None, 0) and not self._all_ranks:
+                return None
+            out = os.fspath(self._output_dir) if self._output_dir is not None else \
+                env.get("RELAXREPRO_OUTPUT_DIR") or "."
+            m = collect_manifest(self._args, output_dir=out, **self._options)
+            m = update_manifest(m)
+            state.manifest = m
+            state.path = write_manifest(m, out)
+            return m
+        except Exception as exc:  # pragma: no cover - every call above already keeps the promise
+            log.warning("relaxrepro: could not record this run: %s: %s", type(exc).__name__, exc)
+            return state.manifest
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        try:
+            stack = self._local.__dict__.get("stack") or []
+            state = stack.pop() if stack else None
+            if state is None or state.path is None or state.manifest is None:
+                return False
+            from . import outcome
+
+            result = outcome.from_exit(exc_type, exc, state.started)
+            warning = outcome.record(state.path, result, run_id=state.manifest.run_id, doc=state.manifest)
+            if warning:
+                log.warning("relaxrepro: %s", warning)
+            else:
+                state.manifest["outcome"] = result
+        except Exception as err:  # never replace the trainer's own exception with ours
+            log.warning("relaxrepro: could not record the outcome: %s: %s", type(err).__name__, err)
+        return False
+
+
+def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:
+    """The live Ray topology from the trainer's own driver: ``ray.nodes()`` and ``cluster_resources()``.
+
+    No subprocess, no second driver. Ray is never imported here: without an initialised Ray in this
+    process the step reports nothing. It replaces the runtime seen from outside (which may have been
+    partial) and re-derives the training topology from it.
+    """
+    ray = sys.modules.get("ray")
+    if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
+        return None
+    from . import redact, runner
+    from .probes import ray as ray_probe
+    from .probes import training
+
+    live = ray_probe.runtime_from_ray_nodes(
+        ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)
+    with _lock:
+        runtime = dict(manifest.get("runtime") or {})
         old_ray = runtime.get("ray") if isinstance(runtime.get("ray"), dict) else {}
         for key in ("mode", "node_count", "nodes", "dead_nodes", "totals", "local_nodes"):
             runtime.pop(key, None)
@@ -69,35 +332,15 @@ def update_manifest(m: Optional[Manifest], **options: Any) -> Optional[Manifest]
             live_ray["mismatch"] = live_ray["cli_version"] != live_ray["version"]
         runtime.update(live)
         runtime["ray"] = live_ray
-        doc["runtime"] = runtime
-        derived, _ = training.derive_training(doc)
-        kept = {k: v for k, v in (doc.get("training") or {}).items() if k not in training.OWNED_KEYS}
+        manifest["runtime"] = runtime
+        derived, _ = training.derive_training(manifest)
+        kept = {k: v for k, v in (manifest.get("training") or {}).items() if k not in training.OWNED_KEYS}
         kept.update(derived)
-        doc["training"] = kept
-        collection = dict(doc.get("collection") or {})
-        probes = dict(collection.get("probes") or {})
-        probes["update_manifest"] = {"status": "ok", "seconds": 0.0, "warnings": []}
-        collection["probes"] = probes
-        doc["collection"] = collection
-        out = Manifest(redact.redact_document(doc, redact.Redactor.for_environment(os.environ)))
-        out.path = getattr(m, "path", None)
-        return out
-    except Exception as exc:
-        log.warning("relaxrepro: could not update the manifest from Ray: %s: %s", type(exc).__name__, exc)
-        return m
+        manifest["training"] = kept
+        red = redact.Redactor.for_environment(os.environ)
+        for section in ("runtime", "training"):
+            manifest[section] = red.value(manifest[section])
+    return runner.Outcome()
 
 
-def write_manifest(m: Optional[Dict[str, Any]], directory: "os.PathLike[str] | str" = ".") -> Optional[str]:
-    """Write ``manifest_<run-id>.json`` into ``directory`` atomically; the path, or None."""
-    if m is None:
-        return None
-    try:
-        from . import manifest
-
-        result = manifest.write(m, directory=os.fspath(directory))
-        for w in result.warnings:
-            log.warning("relaxrepro: %s", w)
-        return result.path
-    except Exception as exc:
-        log.warning("relaxrepro: could not write the manifest: %s: %s", type(exc).__name__, exc)
-        return None
+register_updater("ray_live", _ray_live)

@@ -24,7 +24,6 @@ examples:
   relaxrepro generate                                  manifest of this machine and repo, in .
   relaxrepro generate --output-dir runs/ -- python train.py --lr 3e-4
   relaxrepro generate --output manifest.json --strict  exit 1 if a probe failed
-  relaxrepro generate --redact-pattern 'proj-[0-9]+'   also hide your own identifiers
 
 exit codes: 0 ok (a partial manifest is ok), 1 failure under --strict, 2 usage error.
 """
@@ -68,6 +67,48 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_generate_options(gen)
+
+    run = sub.add_parser(
+        "run",
+        help="write the manifest, run COMMAND, then add its outcome",
+        usage="relaxrepro run [generate options] -- COMMAND [ARG ...]",
+        description="Write the manifest of COMMAND, run it (stdio passed through; SIGINT, SIGTERM, SIGHUP,\n"
+        "SIGUSR1/2 forwarded), add how it ended to the manifest, and exit with its status: 128+N when\n"
+        "killed by signal N, 127 when it cannot start. Use it where `python train.py` stood in an sbatch\n"
+        "script. With --strict the command is not started when a probe failed or nothing was written.",
+        epilog="example:\n  relaxrepro run --output-dir runs/ --group lr-sweep -- python train.py --lr 3e-4\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_generate_options(run)
+
+    ls = sub.add_parser("ls", help="list every manifest below directories, one line each",
+                        description="List every manifest_*.json below DIR (default .), oldest first: run id, "
+                        "time, repos (short commit, * when dirty), algorithm, GPUs, group, parent, outcome.")
+    ls.add_argument("dirs", nargs="*", metavar="DIR", help="directories (or manifest files) to search")
+    ls.add_argument("--json", action="store_true", help="one JSON array instead of the table")
+
+    lin = sub.add_parser("lineage", help="the ancestry of a run, oldest first, and what changed at each step")
+    lin.add_argument("run", metavar="RUN", help="a run id, or a manifest file")
+    lin.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
+    lin.add_argument("--json", action="store_true", help="machine-readable output")
+
+    cmp_ = sub.add_parser("compare", help="a sweep side by side: only what varies across its runs")
+    cmp_.add_argument("--group", required=True, metavar="NAME", help="the lineage group (--group of the runs)")
+    cmp_.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
+    cmp_.add_argument("--json", action="store_true", help="machine-readable output")
+    fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
+                        description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
+                        "digest of a tree) and cache per-file digests in $XDG_CACHE_HOME/relaxrepro (else "
+                        "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
+    fp.add_argument("paths", metavar="PATH", nargs="+")
+    fp.add_argument("--json", action="store_true", help="print the results as JSON")
+    _add_reading_commands(sub)
+    return parser
+
+
+def _add_generate_options(gen: argparse.ArgumentParser) -> None:
+    """The options of ``generate``, shared by ``run``."""
     out = gen.add_mutually_exclusive_group()
     out.add_argument("--output", "-o", metavar="FILE", help="write exactly this file (never overwritten)")
     out.add_argument("--output-dir", metavar="DIR",
@@ -77,31 +118,26 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--all-ranks", action="store_true",
                      help="write on every rank (default: only rank 0 by RANK, else SLURM_PROCID)")
     gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")
+    gen.add_argument("--parent", metavar="RUN_ID|MANIFEST",
+                     help="the run this one derives from (default: $RELAXREPRO_PARENT)")
+    gen.add_argument("--group", metavar="NAME", help="a sweep or experiment group (default: $RELAXREPRO_GROUP)")
+    gen.add_argument("--note", metavar="TEXT", help="a free-text note kept in lineage.note")
     gen.add_argument("--python", metavar="PATH",
                      help="the training interpreter (default: from COMMAND, e.g. its python or launcher's shebang)")
     gen.add_argument("--redact-pattern", metavar="REGEX", action="append", default=[],
                      help="also replace matches of this Python regex with <redacted> (repeatable)")
     gen.add_argument("--keep-paths", action="store_true",
                      help="keep home directories and the user name (for private use; secrets are still redacted)")
-    # config, seeds and data (issue 6)
     gen.add_argument("--args-json", metavar="FILE",
                      help="the trainer's resolved arguments as a JSON object (else parsed from COMMAND)")
     gen.add_argument("--env-prefix", metavar="P", action="append", default=[],
                      help="also record environment variables starting with P (repeatable)")
     gen.add_argument("--data", metavar="PATH", action="append", default=[],
                      help="fingerprint this data file or tree (repeatable); see 'relaxrepro fingerprint'")
-    fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
-                        description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
-                        "digest of a tree) and cache per-file digests in $XDG_CACHE_HOME/relaxrepro (else "
-                        "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
-    fp.add_argument("paths", metavar="PATH", nargs="+")
-    fp.add_argument("--json", action="store_true", help="print the results as JSON")
     gen.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="also record the git repository at PATH under code.NAME (repeatable)")
     gen.add_argument("--private-patch", action="store_true",
                      help="also keep each unredacted patch in a mode-0600 sidecar (for this machine only)")
-    _add_reading_commands(sub)
-    return parser
 
 
 def _add_reading_commands(sub: "argparse._SubParsersAction") -> None:
@@ -198,8 +234,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
-        if command and args.command != "generate":
-            parser.error("'--' and a command are only taken by generate")
+        if command and args.command not in ("generate", "run"):
+            parser.error("'--' and a command are only taken by generate and run")
         handler = globals()["_cmd_" + args.command.replace("-", "_")]
         return int(handler(args, command))
     except _Exit as exc:
@@ -240,20 +276,24 @@ def _parse_repos(items: Sequence[str]) -> Tuple[dict, Optional[str]]:
     return repos, None
 
 
-def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
-    env = dict(os.environ)
+def _record(args: argparse.Namespace, command: List[str], env: dict, verb: str
+            ) -> Tuple[Optional[int], Optional[dict], Optional[str], List[str]]:
+    """Collect and write as ``generate`` does: (exit code to stop with, document, path, probe problems).
+
+    Shared by ``generate`` and ``run``. Skipped on ranks other than 0 unless ``--all-ranks``.
+    """
     rank = _rank(env)
     if rank not in (None, 0) and not args.all_ranks:
-        return EXIT_OK  # under a multi-rank launcher only rank 0 writes
+        return None, None, None, []  # under a multi-rank launcher only rank 0 writes
     if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
-        sys.stderr.write("relaxrepro generate: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
-                         % args.run_id)
-        return EXIT_USAGE
+        sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
+                         % (verb, args.run_id))
+        return EXIT_USAGE, None, None, []
 
     repos, problem = _parse_repos(args.repo)
     if problem:
-        sys.stderr.write("relaxrepro generate: error: %s\n" % problem)
-        return EXIT_USAGE
+        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, problem))
+        return EXIT_USAGE, None, None, []
 
     from . import manifest
     from .context import Context
@@ -262,26 +302,31 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     try:
         redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
     except ValueError as exc:
-        sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
-        return EXIT_USAGE
-    options = {"env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
-               "private_patch": args.private_patch}
-    if args.python:
-        options["python"] = args.python
+        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, exc))
+        return EXIT_USAGE, None, None, []
+    directory = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or ".")
+    options = {"parent": args.parent, "group": args.group, "note": args.note,
+               "output_dir": directory or os.path.dirname(os.path.abspath(args.output)),
+               "env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
+               "private_patch": args.private_patch, "python": args.python}
     if args.args_json is not None:
         loaded = _load_args_json(args.args_json)
         if isinstance(loaded, str):
-            sys.stderr.write("relaxrepro generate: error: --args-json %s: %s\n" % (args.args_json, loaded))
-            return EXIT_USAGE
+            sys.stderr.write("relaxrepro %s: error: --args-json %s: %s\n" % (verb, args.args_json, loaded))
+            return EXIT_USAGE, None, None, []
         options["args_json"] = loaded
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none",
+                  options={k: v for k, v in options.items() if v is not None})
     doc = manifest.build(ctx, run_id=args.run_id, redactor=redactor)
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank
     problems = manifest.probe_problems(doc)
     for line in problems:
         sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
-    directory = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or ".")
+    lineage = doc.get("lineage") if isinstance(doc.get("lineage"), dict) else {}
+    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else None
+    if parent is not None and not parent.get("found"):
+        sys.stderr.write("relaxrepro: warning: parent %s not found; recorded as given\n" % parent.get("given"))
     result = manifest.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)
@@ -289,9 +334,21 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
         from . import writer
 
         sys.stdout.write(writer.serialize(doc).decode("utf-8"))
-    if result.path is None:
+    if result.path is not None and os.path.basename(result.path) != "manifest_%s.json" % doc.get("run_id") \
+            and args.output is None:
+        doc["run_id"] = os.path.basename(result.path)[len("manifest_"):-len(".json")]
+    return None, doc, result.path, problems
+
+
+def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
+    code, doc, path, problems = _record(args, command, dict(os.environ), "generate")
+    if code is not None:
+        return code
+    if doc is None:
+        return EXIT_OK  # rank 0 writes
+    if path is None:
         return EXIT_FAIL if args.strict else EXIT_OK
-    print(result.path)
+    print(path)
     if args.strict and problems:
         return EXIT_FAIL
     return EXIT_OK
@@ -322,6 +379,130 @@ def _cmd_fingerprint(args: argparse.Namespace, command: List[str]) -> int:
     from .context import _safe_getcwd
 
     return fingerprint.run_command(list(args.paths), as_json=args.json, env=dict(os.environ), cwd=_safe_getcwd())
+
+
+def _cmd_run(args: argparse.Namespace, command: List[str]) -> int:
+    if not command:
+        sys.stderr.write("relaxrepro run: error: give the command to run after --, "
+                         "e.g. relaxrepro run -- python train.py\n")
+        return EXIT_USAGE
+    env = dict(os.environ)
+    out_dir = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR"))
+    if out_dir:
+        try:  # the run's log directory often does not exist before the run, as with the API
+            os.makedirs(out_dir, exist_ok=True)
+        except OSError:
+            pass  # the write names the reason
+    try:
+        code, doc, path, problems = _record(args, command, env, "run")
+    except Exception as exc:  # a bug of ours must not keep the training from running
+        sys.stderr.write("relaxrepro: warning: no manifest: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        code, doc, path, problems = None, None, None, []
+    if code is not None:
+        return code
+    if path is not None:
+        sys.stderr.write("relaxrepro: manifest %s\n" % path)
+    elif args.strict and doc is not None:
+        sys.stderr.write("relaxrepro run: error: no manifest written; not running the command (--strict)\n")
+        return EXIT_FAIL
+    if args.strict and problems:
+        sys.stderr.write("relaxrepro run: error: a probe failed; not running the command (--strict)\n")
+        return EXIT_FAIL
+
+    from . import outcome, proc
+
+    if path is not None and doc is not None:
+        # The trainer can log which manifest describes it (and skip recording itself twice).
+        env = dict(env, RELAXREPRO_RUN_ID=str(doc.get("run_id")), RELAXREPRO_MANIFEST=os.path.abspath(path))
+    result = proc.run_foreground(command, env=env)
+    status = proc.exit_status(result)
+    if result.error is not None:
+        sys.stderr.write("relaxrepro run: cannot start %s: %s\n" % (command[0], result.error))
+    if path is not None and doc is not None:
+        warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
+                                 run_id=str(doc.get("run_id")))
+        if warning:
+            sys.stderr.write("relaxrepro: warning: %s\n" % warning)
+    return status
+
+
+def _dirs(args: argparse.Namespace) -> List[str]:
+    return list(args.dirs) or ["."]
+
+
+def _missing_dirs(dirs: List[str], verb: str) -> bool:
+    missing = [d for d in dirs if not os.path.exists(d)]
+    for d in missing:
+        sys.stderr.write("relaxrepro %s: error: %s: no such file or directory\n" % (verb, d))
+    return bool(missing)
+
+
+def _cmd_ls(args: argparse.Namespace, command: List[str]) -> int:
+    import json
+
+    from . import index
+
+    dirs = _dirs(args)
+    missing = _missing_dirs(dirs, "ls")
+    entries = index.scan([d for d in dirs if os.path.exists(d)])
+    if args.json:
+        rows = [index.summary(e) for e in entries]
+        rows.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
+        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
+    elif entries:
+        sys.stdout.write(index.render_ls(entries))
+    bad = sum(1 for e in entries if e.error is not None)
+    if bad:
+        sys.stderr.write("relaxrepro ls: %d of %d manifests unreadable\n" % (bad, len(entries)))
+    elif not entries and not missing:
+        sys.stderr.write("relaxrepro ls: no manifest_*.json under %s\n" % ", ".join(dirs))
+    return EXIT_FAIL if missing else EXIT_OK
+
+
+def _cmd_lineage(args: argparse.Namespace, command: List[str]) -> int:
+    import json
+
+    from . import lineage
+
+    dirs = _dirs(args)
+    if _missing_dirs(dirs, "lineage"):
+        return EXIT_FAIL
+    result = lineage.ancestry(args.run, dirs)
+    if args.json:
+        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(lineage.render_ancestry(result))
+    if result["error"]:
+        sys.stderr.write("relaxrepro lineage: error: %s\n" % result["error"])
+        return EXIT_FAIL
+    if result["missing"]:
+        sys.stderr.write("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there\n"
+                         % (result["missing"], ", ".join(dirs)))
+    if result["cycle"]:
+        sys.stderr.write("relaxrepro lineage: error: cycle in lineage: %s\n" % " -> ".join(result["cycle"]))
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def _cmd_compare(args: argparse.Namespace, command: List[str]) -> int:
+    import json
+
+    from . import sweep
+
+    dirs = _dirs(args)
+    if _missing_dirs(dirs, "compare"):
+        return EXIT_FAIL
+    result = sweep.compare_group(args.group, dirs)
+    for line in result["unreadable"]:
+        sys.stderr.write("relaxrepro compare: warning: unreadable: %s\n" % line)
+    if not result["runs"]:
+        sys.stderr.write("relaxrepro compare: error: no runs in group %r under %s\n" % (args.group, ", ".join(dirs)))
+        return EXIT_FAIL
+    if args.json:
+        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(sweep.render(result))
+    return EXIT_OK
 
 
 def run_main() -> None:

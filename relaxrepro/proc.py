@@ -13,9 +13,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import List, Mapping, Optional, Sequence, Union
+from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 MAX_OUTPUT = 4 * 1024 * 1024
 """Bytes kept per stream; the rest is read and dropped so the child never blocks on a full pipe."""
@@ -248,61 +249,119 @@ def current_python() -> str:
     return sys.executable or "python3"
 
 
-def run_foreground(argv: Sequence[str], *, env: Optional[Mapping[str, str]] = None,
-                   cwd: Optional[str] = None) -> ProcResult:
-    """Run ``argv`` attached to our stdin/stdout/stderr, with no timeout, and wait for it.
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+"""Signals a foreground child gets from us. Slurm sends SIGTERM at the time limit and, with
+``--signal=USR1@120``, SIGUSR1 ahead of it so a trainer can checkpoint: both must reach the trainer."""
 
-    For ``rerun --confirm``: the user asked to run the training itself, so nothing is captured and
-    nothing is cut short. ``rc`` is the exit status, 128+N when signal N killed it (as a shell
-    reports it). The child stays in our process group, so a terminal's Ctrl-C reaches it directly;
-    we only keep ourselves alive meanwhile and forward SIGTERM/SIGHUP sent to us alone (a batch
-    system stopping the job). A child that cannot start gives rc 127 (not found) or 126 with
-    ``error`` set, as a shell would.
+
+def run_foreground(
+    argv: Sequence[str],
+    *,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    on_start: Optional[Callable[[int], None]] = None,
+) -> ProcResult:
+    """Run ``argv`` in the foreground until it ends: stdio inherited, our signals forwarded.
+
+    This is the training itself, so there is no timeout and nothing is captured. The child stays in
+    our process group so a terminal's Ctrl-C and job control reach it as they would without us.
+    Inherited descriptors stay open (``close_fds=False``): MPI launchers hand the rank its PMI socket
+    as an inherited fd (MPICH hydra's ``PMI_FD``), and we must be transparent in an sbatch line.
+    ``rc`` is the raw status (negative N when killed by signal N); ``error`` says why it never
+    started. :func:`exit_status` turns the record into a shell exit code. Never raises.
     """
     argv = [str(a) for a in argv]
     start = time.monotonic()
-    result = ProcResult(argv=argv)
+    result = ProcResult(argv=argv, stdout="")
+    if not argv:
+        result.error = "no command given"
+        return result
     try:
-        child = subprocess.Popen(argv, env=dict(env) if env is not None else None, cwd=cwd, close_fds=True)
+        child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None, close_fds=False)
     except (OSError, ValueError) as exc:
         result.error = _start_error(exc)
-        result.rc = 127 if isinstance(exc, FileNotFoundError) else 126
+        result.seconds = time.monotonic() - start
         return result
-    previous = {}
-    if _is_main_thread():
-        def forward(signum: int, _frame: object) -> None:
-            try:
-                child.send_signal(signum)
-            except OSError:
-                pass
-
-        for name, handler in (("SIGINT", lambda s, f: None), ("SIGTERM", forward), ("SIGHUP", forward)):
-            sig = getattr(signal, name, None)
-            if sig is not None:
-                try:
-                    previous[sig] = signal.signal(sig, handler)
-                except (OSError, ValueError):
-                    pass
+    previous = _install_forwarders(child)
     try:
+        if on_start is not None:
+            try:
+                on_start(child.pid)
+            except Exception:  # a caller's bookkeeping must not orphan the training
+                pass
         while True:
             try:
-                rc = child.wait()
+                result.rc = child.wait()
                 break
-            except KeyboardInterrupt:  # pragma: no cover - only without our SIGINT handler
+            except KeyboardInterrupt:  # only when we could not install handlers (not the main thread)
                 continue
     finally:
-        for sig, handler in previous.items():
-            try:
-                signal.signal(sig, handler)
-            except (OSError, ValueError, TypeError):
-                pass
-    result.rc = 128 - rc if rc < 0 else rc
+        _restore_handlers(previous)
     result.seconds = time.monotonic() - start
+    if result.rc is not None and result.rc < 0:
+        result.extra["signal"] = -result.rc
     return result
 
 
-def _is_main_thread() -> bool:
-    """Signal handlers can only be installed from the main thread."""
-    import threading
+def exit_status(result: ProcResult) -> int:
+    """The shell's convention: the child's code, 128+N when killed by signal N, 127 if it never ran."""
+    if result.rc is None:
+        return 127
+    if result.rc < 0:
+        return 128 - result.rc
+    return result.rc
 
-    return threading.current_thread() is threading.main_thread()
+
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; ``signal 77`` for a number this platform does not name."""
+    try:
+        return signal.Signals(number).name
+    except (ValueError, AttributeError):
+        return "signal %d" % number
+
+
+_TERMINAL_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGQUIT") if hasattr(signal, n))
+
+
+def _install_forwarders(child: "subprocess.Popen[bytes]") -> dict:
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # Python lets only the main thread set handlers; the child still gets terminal signals
+    previous = {}
+
+    def forward(signum: int, _frame: object) -> None:
+        if signum in _TERMINAL_SIGNALS and _terminal_sent_to_group():
+            return  # Ctrl-C already reached the child through the terminal: a second one would cut its cleanup
+        try:
+            child.send_signal(signum)
+        except OSError:
+            pass
+
+    for name in FORWARDED_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            previous[sig] = signal.signal(sig, forward)
+        except (OSError, ValueError):
+            pass
+    return previous
+
+
+def _restore_handlers(previous: dict) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _terminal_sent_to_group() -> bool:
+    """Whether we run in the terminal's foreground process group (so its Ctrl-C hit the child too)."""
+    if os.name != "posix":
+        return False
+    for fd in (0, 1, 2):
+        try:
+            return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False

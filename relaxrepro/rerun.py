@@ -347,4 +347,4 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
     result = proc.run_foreground(argv, env=run_env, cwd=cwd)
     if result.error:
         sys.stderr.write("relaxrepro rerun: could not start %s: %s\n" % (safe_text(argv[0]), result.error))
-    return result.rc if result.rc is not None else 1
+    return proc.exit_status(result)

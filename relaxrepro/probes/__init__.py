@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Tuple
 
+from .. import lineage
 from ..runner import Deriver, Probe
 from . import (
     command,
@@ -45,6 +46,7 @@ DERIVERS: Tuple[Deriver, ...] = (
     Deriver("cuda-consistency", cuda.derive),
     Deriver("seeds", seeds.derive),
     Deriver("training", training.derive),
+    Deriver("lineage", lineage.derive),
 )
 
 

@@ -1,0 +1,442 @@
+"""Lineage: which run this run was derived from, the sweep it belongs to, a note.
+
+``--parent RUN_ID|MANIFEST``, ``--group`` and ``--note`` (or ``RELAXREPRO_PARENT`` / ``RELAXREPRO_GROUP``)
+are recorded as given. Edges are also *derived*: when a resolved argument such as ``load`` or
+``resume_from`` points into another run's output directory holding a manifest, that run is recorded
+with the argument's name as the reason. A parent that cannot be found is kept as given and flagged
+(``found: false``), never dropped: the manifest may simply live on another cluster.
+
+The section is built by :func:`derive`, a :class:`runner.Deriver` run after every probe, because it
+reads ``config.resolved_args`` that the config probe fills.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from .context import Context
+from .runner import Outcome
+
+CHECKPOINT_ARG = re.compile(r"(^|_)(load|ckpt|checkpoint|resume|restore|init_from|pretrained)(_|$)")
+"""Argument names that point at another run's output: Megatron/slime ``--load``/``--ref-load``,
+HF ``resume_from_checkpoint``, ``pretrained_checkpoint``, nanoGPT ``init_from``, Lightning ``ckpt_path``."""
+
+_MAX_UP = 3
+"""Directories above a checkpoint path searched for a manifest (Megatron: run/ckpt/iter_0000100/...)."""
+
+_MAX_ENTRIES = 20000
+"""Entries read from one directory before giving up: a flat dataset directory is not a run directory."""
+
+MANIFEST_RE = re.compile(r"^manifest_(.+)\.json$")
+
+
+def derive(doc: Dict[str, Any], ctx: Context) -> Optional[Outcome]:
+    """The ``lineage`` section from the options, the environment and the resolved arguments."""
+    opts = ctx.options
+    given = opts.get("parent") or ctx.env.get("RELAXREPRO_PARENT") or None
+    group = opts.get("group") or ctx.env.get("RELAXREPRO_GROUP") or None
+    note = opts.get("note") or None
+    out = Outcome()
+    section: Dict[str, Any] = {}
+    own = str(doc.get("run_id") or "")
+    search = _search_dirs(ctx)
+    if given is not None:
+        parent = _within(ctx, lambda: resolve_parent(given, search, cwd=ctx.cwd))
+        if parent is None:
+            parent = {"given": str(given), "run_id": None, "reason": "explicit", "found": False}
+            out.warn("looking for parent %s took over %g s (a slow filesystem?); recorded as given"
+                     % (given, _LOOKUP_S))
+        elif not parent["found"]:
+            out.warn("parent %s not found (looked in %s); recorded as given"
+                     % (parent["given"], ", ".join(search) or "no directory"))
+        section["parent"] = parent
+    args = resolved_args(doc, ctx)
+    edges = _within(ctx, lambda: derived_edges(args, cwd=ctx.cwd))
+    if edges is None:
+        edges = []
+        out.warn("looking for runs behind checkpoint arguments took over %g s; none recorded" % _LOOKUP_S)
+    derived = [d for d in edges if d["run_id"] != own]
+    if derived:
+        section["derived"] = derived
+        if "parent" not in section:
+            first = derived[0]
+            section["parent"] = {"run_id": first["run_id"], "path": first["path"], "reason": first["reason"],
+                                 "found": True}
+    if group is not None:
+        section["group"] = str(group)
+    if note is not None:
+        section["note"] = str(note)
+    if not section:
+        return None
+    out.data = {"lineage": section}
+    return out
+
+
+_LOOKUP_S = 2.0
+"""Seconds the file lookups of one derive may take: derivers run outside the probes' threads, and a
+hung network filesystem must not hold the training back."""
+
+
+def _within(ctx: Context, fn: Callable[[], Any]) -> Any:
+    """``fn()`` in a daemon thread for at most ``_LOOKUP_S`` (and the collection's deadline); None if late."""
+    box: Dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            box["value"] = fn()
+        except Exception as exc:  # reported as a late answer: the deriver notes it and carries on
+            box["error"] = exc
+
+    t = threading.Thread(target=body, name="relaxrepro-lineage", daemon=True)
+    t.start()
+    t.join(max(min(_LOOKUP_S, ctx.remaining()), 0.2))
+    return box.get("value")
+
+
+def _search_dirs(ctx: Context) -> List[str]:
+    """Where a parent given by run id is looked for: this run's output directory, its parent, the cwd."""
+    dirs: List[str] = []
+    out = ctx.options.get("output_dir") or ctx.env.get("RELAXREPRO_OUTPUT_DIR")
+    for d in ([out, os.path.join(out, "..")] if out else []) + [ctx.cwd]:
+        full = os.path.normpath(os.path.join(ctx.cwd, d))
+        if full not in dirs:
+            dirs.append(full)
+    return dirs
+
+
+def resolve_parent(given: Any, search: Sequence[str], *, cwd: str = ".") -> Dict[str, Any]:
+    """``{given, run_id, path, reason: "explicit", found}`` for a run id, a manifest or a run directory.
+
+    A run id is looked for as ``manifest_<id>.json`` in each of ``search`` and one level below it
+    (sweeps keep one directory per run side by side).
+    """
+    if isinstance(given, Mapping):  # the API's parent=<Manifest>
+        path = getattr(given, "path", None)
+        entry: Dict[str, Any] = {"given": str(given.get("run_id") or path or "?"), "reason": "explicit",
+                                 "run_id": str(given.get("run_id")) if given.get("run_id") else None,
+                                 "found": bool(given.get("run_id"))}
+        if path:
+            entry["path"] = os.path.abspath(path)
+        return entry
+    text = str(given).strip()
+    entry = {"given": text, "run_id": None, "reason": "explicit", "found": False}
+    candidate = os.path.join(cwd, os.path.expanduser(text))
+    looks_like_path = os.sep in text or text.endswith(".json") or os.path.exists(candidate)
+    if looks_like_path:
+        entry["path"] = os.path.abspath(candidate)
+        m = MANIFEST_RE.match(os.path.basename(text))
+        if m:
+            entry["run_id"] = m.group(1)
+        if os.path.isdir(candidate):
+            found = newest_manifest(candidate)
+            if found:
+                entry.update(run_id=found[0], path=found[1], found=True)
+        elif os.path.isfile(candidate):
+            run_id = read_run_id(candidate)
+            if run_id:
+                entry.update(run_id=run_id, found=True)
+        return entry
+    entry["run_id"] = text
+    name = "manifest_%s.json" % text
+    for d in search:
+        for path in _candidates(d, name):
+            if os.path.isfile(path) and read_run_id(path) == text:
+                entry.update(path=os.path.abspath(path), found=True)
+                return entry
+    return entry
+
+
+def _candidates(directory: str, name: str) -> Iterator[str]:
+    yield os.path.join(directory, name)
+    try:
+        with os.scandir(directory) as it:
+            for n, e in enumerate(it):
+                if n >= _MAX_ENTRIES:
+                    return
+                if not e.name.startswith(".") and e.is_dir():
+                    yield os.path.join(e.path, name)
+    except OSError:
+        return
+
+
+def read_run_id(path: str) -> Optional[str]:
+    """The run id of a manifest file, or None when it is unreadable or not a manifest."""
+    try:
+        with open(path, "rb") as fh:
+            doc = json.loads(fh.read(16 << 20).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    run_id = doc.get("run_id") if isinstance(doc, dict) else None
+    return run_id if isinstance(run_id, str) and run_id else None
+
+
+def newest_manifest(directory: str) -> Optional[Tuple[str, str]]:
+    """(run id, path) of the most recently written manifest directly in ``directory``."""
+    best: Optional[Tuple[float, str]] = None
+    try:
+        with os.scandir(directory) as it:
+            for n, e in enumerate(it):
+                if n >= _MAX_ENTRIES:
+                    break
+                if MANIFEST_RE.match(e.name) and e.is_file():
+                    try:
+                        key = (e.stat().st_mtime, e.path)
+                    except OSError:
+                        continue
+                    if best is None or key > best:
+                        best = key
+    except OSError:
+        return None
+    if best is None:
+        return None
+    run_id = read_run_id(best[1])
+    return (run_id, os.path.abspath(best[1])) if run_id else None
+
+
+def resolved_args(doc: Dict[str, Any], ctx: Context) -> Dict[str, Any]:
+    """``config.resolved_args`` flattened to dotted names; before the config probe fills it, the
+    API's ``args`` and the recorded command's ``--name value`` pairs stand in."""
+    config = doc.get("config")
+    args = config.get("resolved_args") if isinstance(config, dict) else None
+    if not isinstance(args, dict):
+        args = _args_from_options(ctx.options.get("args"))
+        if not args:
+            args = _args_from_argv(ctx.argv)
+    flat: Dict[str, Any] = {}
+    _flatten(args, "", flat, depth=0)
+    return flat
+
+
+def _args_from_options(args: Any) -> Dict[str, Any]:
+    if isinstance(args, Mapping):
+        return dict(args)
+    try:
+        return dict(vars(args)) if args is not None else {}
+    except TypeError:
+        return {}
+
+
+def _args_from_argv(argv: Sequence[str]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    argv = list(argv)
+    for i, a in enumerate(argv):
+        if not a.startswith("--") or len(a) < 3:
+            continue
+        name, eq, value = a[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                continue
+            value = argv[i + 1]
+        out.setdefault(name.replace("-", "_"), value)
+    return out
+
+
+def _flatten(node: Any, prefix: str, out: Dict[str, Any], depth: int) -> None:
+    if isinstance(node, dict) and depth < 4:
+        for k, v in node.items():
+            _flatten(v, "%s.%s" % (prefix, k) if prefix else str(k), out, depth + 1)
+    elif prefix:
+        out[prefix] = node
+
+
+def derived_edges(args: Mapping[str, Any], *, cwd: str = ".") -> List[Dict[str, Any]]:
+    """Runs whose output directory a checkpoint-like argument points into, one per run, in arg order."""
+    edges: List[Dict[str, Any]] = []
+    seen = set()
+    stop = _ancestors(os.path.abspath(cwd))
+    flat: Dict[str, Any] = {}
+    _flatten(dict(args), "", flat, depth=0)
+    for name in sorted(flat):
+        value = flat[name]
+        leaf = name.rsplit(".", 1)[-1].lower().replace("-", "_")
+        if not isinstance(value, str) or not value.strip() or not CHECKPOINT_ARG.search(leaf):
+            continue
+        found = run_dir_manifest(os.path.join(cwd, os.path.expanduser(value.strip())), stop=stop)
+        if found and found[0] not in seen:
+            seen.add(found[0])
+            edges.append({"run_id": found[0], "path": found[1], "reason": name, "found": True})
+    return edges
+
+
+def _ancestors(path: str) -> set:
+    out = set()
+    while True:
+        out.add(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            return out
+        path = parent
+
+
+def run_dir_manifest(path: str, *, stop: Optional[set] = None) -> Optional[Tuple[str, str]]:
+    """The newest manifest in ``path``'s directory or up to three directories above it.
+
+    Directories in ``stop`` (the working directory and its ancestors) are never searched: manifests
+    written to ``.`` by earlier runs would otherwise make every relative checkpoint path their child.
+    """
+    path = os.path.abspath(path)
+    if not os.path.exists(path):
+        return None
+    d = path if os.path.isdir(path) else os.path.dirname(path)
+    for _ in range(_MAX_UP + 1):
+        if stop and d in stop:
+            return None
+        found = newest_manifest(d)
+        if found:
+            return found
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+    return None
+
+
+# -- the ancestry of a run (``relaxrepro lineage``) ----------------------------------------------
+
+LINEAGE_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
+
+
+def ancestry(run: str, roots: Sequence[str]) -> Dict[str, Any]:
+    """The chain of ``run`` (a run id or a manifest path) back to its root, oldest first.
+
+    Returns ``{"chain": [...], "steps": [...], "cycle": [...] | None, "missing": run id | None,
+    "error": str | None}``. Each chain item is ``{run_id, path, generated_at}`` (``missing: True``
+    for a parent that was recorded but not found); each step says how a run differs from its parent.
+    """
+    from . import index
+    from .schema import ManifestError, load_manifest
+
+    entries = index.scan(roots, LINEAGE_FIELDS)
+    by_id: Dict[str, Any] = {}
+    for e in entries:
+        if e.error is None and e.run_id and e.run_id not in by_id:
+            by_id[e.run_id] = e.path
+    result: Dict[str, Any] = {"chain": [], "steps": [], "cycle": None, "missing": None, "error": None}
+    if os.path.isfile(run):
+        start_path: Optional[str] = run
+    else:
+        start_path = by_id.get(run)
+    if start_path is None:
+        result["error"] = "run %s not found under %s" % (run, ", ".join(roots))
+        return result
+    docs: List[Tuple[str, Dict[str, Any]]] = []
+    seen: List[str] = []
+    path: Optional[str] = start_path
+    while path is not None:
+        try:
+            doc = load_manifest(path)
+        except ManifestError as exc:
+            result["error"] = "%s: %s" % (path, exc)
+            break
+        run_id = str(doc.get("run_id"))
+        if run_id in seen:
+            result["cycle"] = seen[seen.index(run_id):] + [run_id]
+            break
+        seen.append(run_id)
+        docs.append((path, doc))
+        parent = (doc.get("lineage") or {}).get("parent") if isinstance(doc.get("lineage"), dict) else None
+        if not isinstance(parent, dict):
+            break
+        pid = parent.get("run_id")
+        path = by_id.get(pid) if pid else None
+        if path is None and isinstance(parent.get("path"), str) and os.path.isfile(parent["path"]):
+            path = parent["path"]  # recorded outside the directories searched, and still there
+        if path is None:
+            result["missing"] = pid or parent.get("given") or "?"
+            break
+    docs.reverse()
+    if result["missing"]:
+        result["chain"].append({"run_id": result["missing"], "path": None, "generated_at": None, "missing": True})
+    for p, d in docs:
+        result["chain"].append({"run_id": d.get("run_id"), "path": p, "generated_at": d.get("generated_at"),
+                                "missing": False})
+    for i, (_p, d) in enumerate(docs):
+        parent = (d.get("lineage") or {}).get("parent") if isinstance(d.get("lineage"), dict) else None
+        if not isinstance(parent, dict):
+            continue
+        if i == 0 and not result["missing"] and not result["cycle"]:
+            continue
+        reason = str(parent.get("reason") or "explicit")
+        if i == 0:
+            text = "parent missing, nothing to compare" if result["missing"] else \
+                "parent %s is also its descendant: cycle" % parent.get("run_id")
+            result["steps"].append({"from": parent.get("run_id"), "to": d.get("run_id"), "reason": reason,
+                                    "summary": text})
+            continue
+        result["steps"].append({"from": docs[i - 1][1].get("run_id"), "to": d.get("run_id"), "reason": reason,
+                                "summary": _summary(docs[i - 1][1], d)})
+    return result
+
+
+def render_ancestry(result: Dict[str, Any], *, cwd: str = ".") -> str:
+    """Oldest first: one line per run, and under it how it differs from the run above."""
+    from .index import _rel, _time_cell
+
+    steps = {s["to"]: s for s in result["steps"]}
+    lines = []
+    for item in result["chain"]:
+        step = steps.get(item["run_id"]) if not item.get("missing") else None
+        if step is not None:
+            lines.append("  | %s: %s" % (step["reason"], step["summary"]))
+        if item.get("missing"):
+            lines.append("%s  (missing: recorded as parent, no manifest found)" % item["run_id"])
+        else:
+            lines.append("%s  %s  %s" % (item["run_id"], _time_cell(item["generated_at"]), _rel(item["path"], cwd)))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
+    """One line: what changed from ``old`` to ``new`` in code, args, env, packages and GPUs.
+
+    Stand-in until ``relaxrepro/diff.py`` (issue 8) lands: swap for its summary line then.
+    """
+    from .index import _gpu_cell, repos, short
+
+    parts = []
+    old_code = {r["name"]: r for r in repos(old)}
+    new_code = {r["name"]: r for r in repos(new)}
+    code = []
+    for name in sorted(set(old_code) | set(new_code)):
+        a, b = old_code.get(name), new_code.get(name)
+        if a is None or b is None:
+            code.append("%s %s" % (name, "added" if a is None else "removed"))
+        elif a["commit"] != b["commit"] or bool(a["dirty"]) != bool(b["dirty"]):
+            code.append("%s %s%s->%s%s" % (name, short(a["commit"]), "*" if a["dirty"] else "",
+                                           short(b["commit"]), "*" if b["dirty"] else ""))
+    if code:
+        parts.append("code: " + ", ".join(code))
+    for label, where in (("args", ("config", "resolved_args")), ("env", ("config", "selected_env")),
+                         ("packages", ("environment", "packages"))):
+        changed = _changed(_get(old, where), _get(new, where))
+        if changed:
+            shown = ["%s %s->%s" % (k, _cell(a), _cell(b)) for k, a, b in changed[:3]]
+            more = " (+%d more)" % (len(changed) - 3) if len(changed) > 3 else ""
+            parts.append("%s: %s%s" % (label, ", ".join(shown), more))
+    if _gpu_cell(old) != _gpu_cell(new):
+        parts.append("gpus: %s->%s" % (_gpu_cell(old), _gpu_cell(new)))
+    return "; ".join(parts) if parts else "no change in code, args, env, packages or GPUs"
+
+
+def _get(doc: Dict[str, Any], where: Sequence[str]) -> Dict[str, Any]:
+    node: Any = doc
+    for key in where:
+        node = node.get(key) if isinstance(node, dict) else None
+    flat: Dict[str, Any] = {}
+    if isinstance(node, dict):
+        _flatten(node, "", flat, depth=0)
+    return flat
+
+
+def _changed(a: Dict[str, Any], b: Dict[str, Any]) -> List[Tuple[str, Any, Any]]:
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 40 else text[:37] + "..."
