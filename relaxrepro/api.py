@@ -166,8 +166,8 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
                 entry = {"status": getattr(value, "status", "ok"), "seconds": seconds,
                          "warnings": [str(w) for w in getattr(value, "warnings", [])]}
                 with _lock:
-                    for clash in runner.merge_into(manifest, getattr(value, "data", None) or {}):
-                        entry["warnings"].append("%s: %s was already set; kept the first" % (name, clash))
+                    # What the running trainer sees is newer than what was seen from outside.
+                    runner.merge_into(manifest, getattr(value, "data", None) or {}, override=True)
             with _lock:
                 collection = manifest.setdefault("collection", {})
                 collection.setdefault("probes", {})[name] = entry

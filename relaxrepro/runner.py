@@ -152,15 +152,23 @@ def run_derivers(derivers: Iterable[Deriver], doc: Dict[str, Any], ctx: Context)
     return collection
 
 
-def merge_into(target: Dict[str, Any], data: Dict[str, Any], prefix: str = "") -> List[str]:
-    """Deep-merge ``data`` into ``target``; return the dotted paths that clashed (first kept)."""
+def merge_into(target: Dict[str, Any], data: Dict[str, Any], prefix: str = "", *, override: bool = False
+               ) -> List[str]:
+    """Deep-merge ``data`` into ``target``; return the dotted paths that clashed.
+
+    On a clash the first value is kept, unless ``override`` (a live update replacing what was seen
+    from outside), where the new one wins and nothing is reported.
+    """
     clashes: List[str] = []
     for key, value in data.items():
         where = prefix + key
         if key not in target:
             target[key] = value
         elif isinstance(target[key], dict) and isinstance(value, dict):
-            clashes.extend(merge_into(target[key], value, where + "."))
+            clashes.extend(merge_into(target[key], value, where + ".", override=override))
         elif target[key] != value:
-            clashes.append(where)
+            if override:
+                target[key] = value
+            else:
+                clashes.append(where)
     return clashes

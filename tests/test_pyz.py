@@ -129,3 +129,19 @@ def test_pyz_runs_from_the_zip_when_the_cache_is_unusable(tmp_path, pyz, case):
     assert res.stdout.strip().endswith(".json")
     if case == "disabled":
         assert not cache.exists()
+
+
+def test_stripped_sources_keep_every_line_and_compile():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_pyz", ROOT / "tools" / "build_pyz.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    for path in sorted((ROOT / "relaxrepro").rglob("*.py")):
+        src = path.read_text()
+        out = build.strip_source(src)
+        assert out.count("\n") == src.count("\n"), path  # tracebacks keep pointing at the right line
+        compile(out, str(path), "exec")
+        assert "#" not in out.split("\n")[-2:][0] or "'" in out or '"' in out
+    sample = 'def f():\n    """Doc\n    more."""\n    return 1  # why\n'
+    assert build.strip_source(sample) == 'def f():\n    """\n"""\n    return 1\n'

@@ -170,12 +170,13 @@ def test_the_command_still_runs_when_recording_fails(tmp_path):
 
 def test_strict_does_not_start_the_command_when_a_probe_failed(tmp_path, repo):
     bindir = tmp_path / "bin"
-    fake_tool(bindir, "git", "echo 'fatal: not a git repository' >&2; exit 128\n")
+    fake_tool(bindir, "nvidia-smi", "echo 'NVIDIA-SMI has failed because it couldn'\\''t communicate with the "
+              "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.'; exit 9\n")
     marker = tmp_path / "ran"
     res = run_cli("run", "--strict", "--output-dir", str(tmp_path / "out"), "--", "/bin/sh", "-c",
-                  "touch %s" % marker, env=clean_env(PATH=str(bindir)), cwd=repo)
+                  "/usr/bin/touch %s" % marker, env=clean_env(PATH=str(bindir)), cwd=repo)
     assert res.returncode == 1
-    assert "relaxrepro: warning: probe git failed: git status failed" in res.stderr
+    assert "relaxrepro: warning: probe gpu failed: " in res.stderr
     assert "relaxrepro run: error: a probe failed; not running the command (--strict)" in res.stderr
     assert not marker.exists()
 

@@ -4,9 +4,11 @@ Usage: python tools/build_pyz.py OUT   (zipapp.sh calls this). Honours SOURCE_DA
 """
 
 import hashlib
+import io
 import os
 import sys
 import time
+import tokenize
 import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,6 +74,40 @@ run_main()
 _DEFAULT_EPOCH = 315532800  # 1980-01-01, the earliest time a zip entry can carry
 
 
+def strip_source(src):
+    """Comments and docstrings out, every line kept: tracebacks from the .pyz still point at the
+    right line of the repository's source, and the file is about a quarter smaller once compressed."""
+    toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
+    offsets = [0]
+    for line in src.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+
+    def pos(rowcol):
+        return offsets[rowcol[0] - 1] + rowcol[1]
+
+    edits = []
+    previous = None
+    for i, tok in enumerate(toks):
+        if tok.type == tokenize.COMMENT:
+            if not (tok.start[0] <= 2 and tok.string.startswith("#!")):
+                edits.append((pos(tok.start), pos(tok.end), ""))
+            continue
+        starts_statement = previous is None or previous.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+        if tok.type == tokenize.STRING and starts_statement:
+            j = i + 1
+            while j < len(toks) and toks[j].type in (tokenize.NL, tokenize.COMMENT):
+                j += 1
+            if j < len(toks) and toks[j].type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                lines = tok.end[0] - tok.start[0]
+                edits.append((pos(tok.start), pos(tok.end), '"""' + "\n" * lines + '"""' if lines else '""'))
+        if tok.type not in (tokenize.NL, tokenize.COMMENT):
+            previous = tok
+    out = src
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new + out[end:]
+    return "\n".join(line.rstrip() for line in out.split("\n"))
+
+
 def _entries():
     pkg = os.path.join(ROOT, "relaxrepro")
     for dirpath, dirnames, filenames in os.walk(pkg):
@@ -99,7 +135,10 @@ def build(out):
             files = []
             for arcname, full in sorted(_entries()):
                 with open(full, "rb") as src:
-                    files.append((arcname, src.read()))
+                    data = src.read()
+                if arcname.endswith(".py"):
+                    data = strip_source(data.decode("utf-8")).encode("utf-8")
+                files.append((arcname, data))
             digest = hashlib.sha256()
             for arcname, data in files:
                 digest.update(arcname.encode() + b"\0" + hashlib.sha256(data).digest())
