@@ -39,7 +39,18 @@ def collect_manifest(
 
 
 def update_manifest(m: Optional[Manifest], **options: Any) -> Optional[Manifest]:
-    """Add what only the running trainer can see (live Ray topology after ``ray.init()``)."""
+    """Add what only the running trainer can see (live Ray topology after ``ray.init()``).
+
+    ``per_node=True``: one zero-CPU Ray task per alive node collects that node's fragment, merged
+    into ``runtime.nodes`` and ``heterogeneity`` (``deadline_s``, default 10 s, bounds the wait).
+    """
+    if m is not None and options.get("per_node"):
+        try:
+            from . import node
+
+            m = node.update_per_node(m, options.get("deadline_s"))
+        except Exception as exc:
+            log.warning("relaxrepro: per-node collection failed: %s: %s", type(exc).__name__, exc)
     return m
 
 

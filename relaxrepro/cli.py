@@ -24,6 +24,8 @@ examples:
   relaxrepro generate                                  manifest of this machine and repo, in .
   relaxrepro generate --output-dir runs/ -- python train.py --lr 3e-4
   relaxrepro generate --output manifest.json --strict  exit 1 if a probe failed
+  srun --ntasks-per-node=1 relaxrepro generate --node-report --output-dir runs/
+  relaxrepro merge runs/manifest_<run-id>.json runs/   fold node_*.json fragments in
 
 exit codes: 0 ok (a partial manifest is ok), 1 failure under --strict, 2 usage error.
 """
@@ -76,6 +78,17 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--all-ranks", action="store_true",
                      help="write on every rank (default: only rank 0 by RANK, else SLURM_PROCID)")
     gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")
+    gen.add_argument("--node-report", action="store_true",
+                     help="write this node's fragment node_<name>.json instead (every rank writes; run id from "
+                     "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID)")
+
+    mrg = sub.add_parser(
+        "merge", help="fold node fragments into a manifest (per-node data, heterogeneity)",
+        description="Fold node_<name>.json fragments (or directories of them) into MANIFEST. Writes "
+        "manifest_<run-id>.merged.json beside MANIFEST unless -o is given; never overwrites.")
+    mrg.add_argument("manifest", metavar="MANIFEST")
+    mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
+    mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
     return parser
 
 
@@ -123,9 +136,13 @@ def _rank(env: dict) -> Optional[int]:
 
 def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     env = dict(os.environ)
+    if args.node_report:
+        return _node_report(args, env)
     rank = _rank(env)
     if rank not in (None, 0) and not args.all_ranks:
         return EXIT_OK  # under a multi-rank launcher only rank 0 writes
+    if args.run_id is None and env.get("RELAXREPRO_RUN_ID"):
+        args.run_id = env["RELAXREPRO_RUN_ID"]  # shared with every node's --node-report, so merge can match them
     if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
         sys.stderr.write("relaxrepro generate: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
                          % args.run_id)
@@ -154,6 +171,66 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     print(result.path)
     if args.strict and problems:
         return EXIT_FAIL
+    return EXIT_OK
+
+
+def _node_report(args: argparse.Namespace, env: dict) -> int:
+    from . import manifest, node
+    from .context import Context
+
+    run_id = args.run_id or node.run_id_from_env(env)
+    if not run_id or not _RUN_ID_RE.match(run_id):
+        sys.stderr.write("relaxrepro generate: error: --node-report needs a run id shared with rank 0's manifest: "
+                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
+                                                                                else ""))
+        return EXIT_USAGE
+    frag = node.collect_fragment(Context(env=env, options={"run_id": run_id, "source": "cli"}))
+    directory = args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or "."
+    path = args.output or os.path.join(directory, node.fragment_filename(frag))
+    result = manifest.write(frag, path=path, env=env)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if args.print_doc:
+        from . import writer
+
+        sys.stdout.write(writer.serialize(frag).decode("utf-8"))
+    if result.path is None:
+        return EXIT_FAIL if args.strict else EXIT_OK
+    print(result.path)
+    return EXIT_OK
+
+
+def _cmd_merge(args: argparse.Namespace, command: List[str]) -> int:
+    from . import manifest, node
+    from .schema import ManifestError, load_manifest
+
+    def fail(message: str) -> int:
+        sys.stderr.write("relaxrepro merge: error: %s\n" % message)
+        return EXIT_USAGE
+
+    try:
+        doc = load_manifest(args.manifest)
+    except ManifestError as exc:
+        return fail("%s: %s" % (args.manifest, exc))
+    fragments = []
+    for path in node.expand_paths(args.fragments):
+        try:
+            fragments.append(node.load_fragment(path, doc.run_id))
+        except node.FragmentError as exc:
+            return fail("%s: %s" % (path, exc))
+    if not fragments:
+        return fail("no node fragments (node_*.json) in %s" % ", ".join(args.fragments))
+    merged = node.merge_fragments(doc, fragments)
+    out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
+                                      "manifest_%s.merged.json" % doc.run_id)
+    result = manifest.write(merged, path=out)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if result.path is None:
+        return EXIT_FAIL
+    for line in node.summarize_heterogeneity(merged):
+        sys.stderr.write("relaxrepro: %s\n" % line)
+    print(result.path)
     return EXIT_OK
 
 
