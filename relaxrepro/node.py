@@ -51,6 +51,10 @@ NOT_COMPARED = frozenset({
     "environment.packages_count",
 })
 
+MAX_NODES_KEPT = 32
+"""Node entries a merged manifest keeps (every node that differs first): 1,000 entries would blow the
+100 KB cap, and the writer's generic shortening would then cut other lists (packages) too."""
+
 MAX_LISTED = 16
 """Node names listed per value in ``heterogeneity``; ``counts`` stays exact (1,000-node clusters)."""
 
@@ -293,20 +297,53 @@ def merge_fragments(manifest: Dict[str, Any], fragments: Sequence[Dict[str, Any]
             nodes.append(entry)
         entry["name"] = name
         entry.update(_node_entry_data(fields))
+    het = heterogeneity(per_node) if per_node else None
+    note = ""
+    if len(nodes) > MAX_NODES_KEPT:
+        runtime["nodes_truncated"] = {"count": len(nodes), "sha256": _digest(nodes)}
+        kept = _keep_nodes(nodes, per_node, het)
+        note = "runtime.nodes: kept %d of %d nodes (those that differ first); heterogeneity counts all" % (
+            len(kept), len(nodes))
+        nodes = kept
     runtime["nodes"] = nodes
     if unresponsive:
         runtime["unresponsive_nodes"] = sorted(unresponsive, key=lambda u: u.get("name", ""))
     doc["runtime"] = runtime
-    if per_node:
-        doc["heterogeneity"] = heterogeneity(per_node)
+    if het is not None:
+        doc["heterogeneity"] = het
     collection = dict(doc.get("collection") or {})
     probes = dict(collection.get("probes") or {})
     probes["nodes"] = {"status": "partial" if (unresponsive or warnings) else "ok", "seconds": 0.0,
                        "warnings": warnings + ["%s did not answer: %s" % (u.get("name", u.get("node_id")), u["reason"])
                                                for u in unresponsive]}
     collection["probes"] = probes
+    if note:
+        collection["truncated"] = list(collection.get("truncated") or []) + [note]
     doc["collection"] = collection
     return doc
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+
+
+def _common(counts: Dict[str, int]) -> str:
+    """The reference value: the most common one (ties: the smallest)."""
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
+def _keep_nodes(nodes: List[Dict[str, Any]], per_node: Dict[str, Dict[str, Any]],
+                het: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """:data:`MAX_NODES_KEPT` entries, in their order: nodes holding a minority value first."""
+    odd = set()
+    for entry in (het or {}).get("fields") or []:
+        common = _common(entry["counts"])
+        for name, fields in per_node.items():
+            value = fields.get(entry["field"])
+            if (ABSENT if value is None else str(value)) != common:
+                odd.add(name)
+    ranked = sorted(range(len(nodes)), key=lambda i: (nodes[i].get("name") not in odd, i))
+    return [nodes[i] for i in sorted(ranked[:MAX_NODES_KEPT])]
 
 
 # -- telling it -------------------------------------------------------------------------------
@@ -331,9 +368,8 @@ def summarize_heterogeneity(doc: Dict[str, Any]) -> List[str]:
             counts = entry.get("counts") or {}
             if len(counts) < 2:
                 continue
-            ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-            common = ranked[0][0]
-            for value, n in ranked[1:]:
+            common = _common(counts)
+            for value, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[1:]:
                 listed = (entry.get("values") or {}).get(value) or []
                 who = " (%s%s)" % (", ".join(listed[:3]), ", ..." if n > 3 else "") if listed else ""
                 lines.append("%d of %s nodes: %s %s -> %s%s" % (n, total, _short(entry.get("field", "?")),

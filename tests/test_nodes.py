@@ -135,7 +135,13 @@ def test_a_thousand_fragments(frags, tmp_path):
     nodes = cluster({"3090-590": 997, "3090-525": 2, "no-gpu": 1}, frags)
     doc = node.merge_fragments(base_manifest(), nodes)
     fields = _fields(doc)
-    assert doc["heterogeneity"]["node_count"] == 1000 and len(doc["runtime"]["nodes"]) == 1000
+    assert doc["heterogeneity"]["node_count"] == 1000
+    # The manifest keeps 32 node entries, the three that differ (the last three) among them.
+    kept = [n["name"] for n in doc["runtime"]["nodes"]]
+    assert kept == [n["node"]["name"] for n in nodes[:29] + nodes[-3:]]
+    assert doc["runtime"]["nodes_truncated"]["count"] == 1000
+    assert doc["collection"]["truncated"] == [
+        "runtime.nodes: kept 32 of 1000 nodes (those that differ first); heterogeneity counts all"]
     drv = fields["hardware.driver_version"]
     assert drv["counts"] == {"590.44.01": 997, "525.147.05": 2, "<absent>": 1}
     assert len(drv["values"]["590.44.01"]) == node.MAX_LISTED  # named up to 16; counted exactly
@@ -150,6 +156,10 @@ def test_a_thousand_fragments(frags, tmp_path):
     written = json.loads(Path(res.stdout.strip()).read_text())
     validate_manifest(written)
     assert written["heterogeneity"] == doc["heterogeneity"]
+    # From a directory the files come in name order: other 29 kept, the same three odd ones among them.
+    written_names = {n["name"] for n in written["runtime"]["nodes"]}
+    assert len(written_names) == 32 and {n["node"]["name"] for n in nodes[-3:]} <= written_names
+    assert written["collection"]["truncated"] == doc["collection"]["truncated"]
     assert "2 of 1000 nodes: driver_version 590.44.01 -> 525.147.05" in res.stderr
 
 
