@@ -221,6 +221,9 @@ def _cmd_merge(args: argparse.Namespace, command: List[str]) -> int:
     if not fragments:
         return fail("no node fragments (node_*.json) in %s" % ", ".join(args.fragments))
     merged = node.merge_fragments(doc, fragments)
+    for w in merged["collection"]["probes"]["nodes"]["warnings"]:
+        if "reported twice" in w:
+            sys.stderr.write("relaxrepro: warning: %s\n" % w)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
                                       "manifest_%s.merged.json" % doc.run_id)
     result = manifest.write(merged, path=out)

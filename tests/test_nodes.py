@@ -287,6 +287,15 @@ def test_bad_manifest_is_refused(merge_dir):
         "relaxrepro merge: error: %s: unsupported schema_version 2.0: this relaxrepro reads 1.x" % m
 
 
+def test_the_same_node_twice_is_merged_once_with_a_warning(merge_dir):
+    tmp_path, m, good = merge_dir
+    res = run_cli("merge", str(m), str(good[0]), str(good[0]))
+    assert res.returncode == 0
+    name = json.loads(good[0].read_text())["node"]["name"]
+    assert "relaxrepro: warning: %s reported twice; kept the first report\n" % name in res.stderr
+    assert len(json.loads(Path(res.stdout.strip()).read_text())["runtime"]["nodes"]) == 1
+
+
 def test_merge_never_overwrites_and_honours_output(merge_dir):
     tmp_path, m, good = merge_dir
     out = tmp_path / "cluster.json"
