@@ -382,6 +382,69 @@ def summarize_heterogeneity(doc: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def node_value_counts(doc: Dict[str, Any]) -> Dict[str, Dict[str, int]]:
+    """``{field: {value: nodes}}`` of a merged manifest, exact even when ``runtime.nodes`` was shortened:
+    differing fields from ``heterogeneity``, the others from any node entry (they all agree)."""
+    het = doc.get("heterogeneity") if isinstance(doc.get("heterogeneity"), dict) else {}
+    total = het.get("node_count") or 0
+    out: Dict[str, Dict[str, int]] = {}
+    for entry in het.get("fields") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("counts"), dict):
+            out[str(entry.get("field"))] = dict(entry["counts"])
+    nodes = (doc.get("runtime") or {}).get("nodes") if isinstance(doc.get("runtime"), dict) else None
+    for n in nodes or []:
+        if isinstance(n, dict) and n.get("name") and total:
+            for field, value in node_fields(n).items():
+                if field not in out and field not in NOT_COMPARED:
+                    out[field] = {str(value): total}
+    return out
+
+
+def diff_nodes(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
+    """Per-node differences between two merged manifests, compactly, for ``diff``.
+
+    Node names are per run, so nodes are compared as populations: ``2 of 16 nodes: driver_version
+    550.54 -> 550.90`` means 16 nodes agreed on 550.54 before and 2 of them have 550.90 now.
+    """
+    a, b = node_value_counts(old), node_value_counts(new)
+    total = (new.get("heterogeneity") or {}).get("node_count") if isinstance(new.get("heterogeneity"), dict) else None
+    lines: List[str] = []
+    for field in sorted(set(a) | set(b)):
+        before, after = a.get(field) or {ABSENT: total or 0}, b.get(field) or {ABSENT: total or 0}
+        if before == after:
+            continue
+        gained = {v: n - before.get(v, 0) for v, n in after.items() if n > before.get(v, 0)}
+        lost = {v: n - after.get(v, 0) for v, n in before.items() if n > after.get(v, 0)}
+        source = _common(lost) if lost else ABSENT
+        for value, n in sorted(gained.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append("%d of %s nodes: %s %s -> %s" % (n, total, _short(field), source, value))
+    return lines
+
+
+def check_node(doc: Dict[str, Any], fragment: Dict[str, Any]) -> List[str]:
+    """How this node (its fragment) differs from the recorded node of the same role and GPU model.
+
+    For ``check``: falls back to a node with the same GPU model, then to any recorded node.
+    """
+    mine = node_fields(fragment)
+    role = (fragment.get("node") or {}).get("role")
+    model = mine.get("hardware.gpu_model")
+    nodes = [n for n in ((doc.get("runtime") or {}).get("nodes") or []) if isinstance(n, dict) and n.get("name")]
+    candidates = ([n for n in nodes if n.get("role") == role and _get(n, "hardware.gpu_model") == model]
+                  or [n for n in nodes if _get(n, "hardware.gpu_model") == model] or nodes)
+    if not candidates:
+        return []
+    ref = candidates[0]
+    theirs = node_fields(ref)
+    lines = []
+    for field in sorted((set(mine) | set(theirs)) - NOT_COMPARED):
+        if mine.get(field) != theirs.get(field):
+            lines.append("%s: %s here, %s on %s" % (_short(field), ABSENT if mine.get(field) is None else mine[field],
+                                                    ABSENT if theirs.get(field) is None else theirs[field],
+                                                    ref["name"]))
+    return lines
+
+
 # -- over Ray, from inside the trainer ----------------------------------------------------------
 
 def _ray_task(run_id: str, node_id: str, role: str, deadline_s: float) -> Dict[str, Any]:

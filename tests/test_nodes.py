@@ -394,3 +394,44 @@ def test_update_manifest_without_ray_returns_the_manifest_unchanged(monkeypatch)
     monkeypatch.delitem(__import__("sys").modules, "ray", raising=False)
     m = base_manifest()
     assert relaxrepro.update_manifest(m, per_node=True) is m
+
+
+# ------------------------------------------------------------------------------- helpers for check and diff
+def test_diff_between_two_runs_counts_nodes_that_changed(frags):
+    before = node.merge_fragments(base_manifest(), cluster({"3090-590": 16}, frags))
+    after = node.merge_fragments(base_manifest(), cluster({"3090-590": 14, "3090-525": 2}, frags))
+    assert node.diff_nodes(before, after) == [
+        "2 of 16 nodes: cuda_driver_version 13.1 -> 12.0",
+        "2 of 16 nodes: driver_version 590.44.01 -> 525.147.05",
+    ]
+    assert node.diff_nodes(after, before) == [
+        "2 of 16 nodes: cuda_driver_version 12.0 -> 13.1",
+        "2 of 16 nodes: driver_version 525.147.05 -> 590.44.01",
+    ]
+    assert node.diff_nodes(after, after) == []
+
+
+def test_diff_is_exact_past_the_kept_node_entries(frags):
+    # 100 nodes: only 32 entries are kept, but the counts come from heterogeneity and node_count.
+    before = node.merge_fragments(base_manifest(), cluster({"3090-590": 100}, frags))
+    after = node.merge_fragments(base_manifest(), cluster({"3090-590": 97, "3090-525": 3}, frags))
+    assert len(after["runtime"]["nodes"]) == node.MAX_NODES_KEPT
+    assert "3 of 100 nodes: driver_version 590.44.01 -> 525.147.05" in node.diff_nodes(before, after)
+
+
+def test_check_compares_with_the_node_of_the_same_role_and_gpu_model(frags):
+    head = as_node(frags["a100-80gb-x4"], 0)
+    head["node"]["role"] = "head"
+    worker_a100 = as_node(frags["a100-80gb-x4"], 1)
+    worker_a100["node"]["role"] = "worker"
+    worker_3090 = as_node(frags["3090-590"], 2)
+    worker_3090["node"]["role"] = "worker"
+    doc = node.merge_fragments(base_manifest(), [head, worker_3090, worker_a100])
+    here = as_node(frags["3090-525"], 3)
+    here["node"]["role"] = "worker"
+    assert node.check_node(doc, here) == [
+        "cuda_driver_version: 12.0 here, 13.1 on %s" % worker_3090["node"]["name"],
+        "driver_version: 525.147.05 here, 590.44.01 on %s" % worker_3090["node"]["name"],
+    ]
+    assert node.check_node(doc, as_node(frags["a100-80gb-x4"], 4)) == []
+    assert node.check_node(base_manifest(), here) == []
