@@ -26,6 +26,7 @@ examples:
   relaxrepro generate --output manifest.json --strict  exit 1 if a probe failed
   srun --ntasks-per-node=1 relaxrepro generate --node-report --output-dir runs/
   relaxrepro merge runs/manifest_<run-id>.json runs/   fold node_*.json fragments in
+  relaxrepro generate --redact-pattern 'proj-[0-9]+'   also hide your own identifiers
 
 exit codes: 0 ok (a partial manifest is ok), 1 failure under --strict, 2 usage error.
 """
@@ -82,6 +83,29 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write this node's fragment node_<name>.json instead (every rank writes; run id from "
                      "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID)")
 
+    gen.add_argument("--python", metavar="PATH",
+                     help="the training interpreter (default: from COMMAND, e.g. its python or launcher's shebang)")
+    gen.add_argument("--redact-pattern", metavar="REGEX", action="append", default=[],
+                     help="also replace matches of this Python regex with <redacted> (repeatable)")
+    gen.add_argument("--keep-paths", action="store_true",
+                     help="keep home directories and the user name (for private use; secrets are still redacted)")
+    # config, seeds and data (issue 6)
+    gen.add_argument("--args-json", metavar="FILE",
+                     help="the trainer's resolved arguments as a JSON object (else parsed from COMMAND)")
+    gen.add_argument("--env-prefix", metavar="P", action="append", default=[],
+                     help="also record environment variables starting with P (repeatable)")
+    gen.add_argument("--data", metavar="PATH", action="append", default=[],
+                     help="fingerprint this data file or tree (repeatable); see 'relaxrepro fingerprint'")
+    fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
+                        description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
+                        "digest of a tree) and cache per-file digests in $XDG_CACHE_HOME/relaxrepro (else "
+                        "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
+    fp.add_argument("paths", metavar="PATH", nargs="+")
+    fp.add_argument("--json", action="store_true", help="print the results as JSON")
+    gen.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
+                     help="also record the git repository at PATH under code.NAME (repeatable)")
+    gen.add_argument("--private-patch", action="store_true",
+                     help="also keep each unredacted patch in a mode-0600 sidecar (for this machine only)")
     mrg = sub.add_parser(
         "merge", help="fold node fragments into a manifest (per-node data, heterogeneity)",
         description="Fold node_<name>.json fragments (or directories of them) into MANIFEST. Writes "
@@ -134,10 +158,28 @@ def _rank(env: dict) -> Optional[int]:
     return None
 
 
+_REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _parse_repos(items: Sequence[str]) -> Tuple[dict, Optional[str]]:
+    """``--repo NAME=PATH`` values -> ({name: path}, None) or ({}, the problem in one line)."""
+    repos: dict = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            return {}, "--repo %r: expected NAME=PATH (e.g. --repo megatron=/opt/Megatron-LM)" % item
+        if not _REPO_NAME_RE.match(name):
+            return {}, "--repo %r: NAME may hold letters, digits, '.', '_' and '-' only" % item
+        if name in repos:
+            return {}, "--repo %r: NAME %s given twice" % (item, name)
+        repos[name] = path
+    return repos, None
+
+
 def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     env = dict(os.environ)
     if args.node_report:
-        return _node_report(args, env)
+        return _node_report(args, env, command)
     rank = _rank(env)
     if rank not in (None, 0) and not args.all_ranks:
         return EXIT_OK  # under a multi-rank launcher only rank 0 writes
@@ -148,18 +190,39 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
                          % args.run_id)
         return EXIT_USAGE
 
+    repos, problem = _parse_repos(args.repo)
+    if problem:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % problem)
+        return EXIT_USAGE
+
     from . import manifest
     from .context import Context
+    from .redact import Redactor
 
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none")
-    doc = manifest.build(ctx, run_id=args.run_id)
+    try:
+        redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
+    except ValueError as exc:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
+        return EXIT_USAGE
+    options = {"env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
+               "private_patch": args.private_patch}
+    if args.python:
+        options["python"] = args.python
+    if args.args_json is not None:
+        loaded = _load_args_json(args.args_json)
+        if isinstance(loaded, str):
+            sys.stderr.write("relaxrepro generate: error: --args-json %s: %s\n" % (args.args_json, loaded))
+            return EXIT_USAGE
+        options["args_json"] = loaded
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
+    doc = manifest.build(ctx, run_id=args.run_id, redactor=redactor)
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank
     problems = manifest.probe_problems(doc)
     for line in problems:
         sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
     directory = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or ".")
-    result = manifest.write(doc, path=args.output, directory=directory, env=env)
+    result = manifest.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)
     if args.print_doc:
@@ -174,9 +237,10 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     return EXIT_OK
 
 
-def _node_report(args: argparse.Namespace, env: dict) -> int:
+def _node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     from . import manifest, node
     from .context import Context
+    from .redact import Redactor
 
     run_id = args.run_id or node.run_id_from_env(env)
     if not run_id or not _RUN_ID_RE.match(run_id):
@@ -184,10 +248,19 @@ def _node_report(args: argparse.Namespace, env: dict) -> int:
                          "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
                                                                                 else ""))
         return EXIT_USAGE
-    frag = node.collect_fragment(Context(env=env, options={"run_id": run_id, "source": "cli"}))
+    try:
+        redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
+    except ValueError as exc:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
+        return EXIT_USAGE
+    options = {"run_id": run_id, "source": "cli"}
+    if args.python:
+        options["python"] = args.python  # the training interpreter whose packages this node has
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
+    frag = node.collect_fragment(ctx)
     directory = args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or "."
     path = args.output or os.path.join(directory, node.fragment_filename(frag))
-    result = manifest.write(frag, path=path, env=env)
+    result = manifest.write(frag, path=path, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)
     if args.print_doc:
@@ -235,6 +308,31 @@ def _cmd_merge(args: argparse.Namespace, command: List[str]) -> int:
         sys.stderr.write("relaxrepro: %s\n" % line)
     print(result.path)
     return EXIT_OK
+def _load_args_json(path: str) -> object:
+    """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(16 << 20)
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except ValueError as exc:
+        return "not valid JSON (%s)" % exc
+    if not isinstance(value, dict):
+        return "expected a JSON object of argument names, got %s" % type(value).__name__
+    return value
+
+
+def _cmd_fingerprint(args: argparse.Namespace, command: List[str]) -> int:
+    from . import fingerprint
+    from .context import _safe_getcwd
+
+    return fingerprint.run_command(list(args.paths), as_json=args.json, env=dict(os.environ), cwd=_safe_getcwd())
 
 
 def run_main() -> None:

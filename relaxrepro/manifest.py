@@ -20,11 +20,15 @@ class Manifest(dict):
 
     warnings: List[str]
     path: Optional[str]
+    private_sidecars: Dict[str, bytes]
+    """{repo name: unredacted patch} for ``--private-patch``; written 0600 beside the manifest,
+    never part of the document."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.warnings = []
         self.path = None
+        self.private_sidecars = {}
 
     @property
     def run_id(self) -> str:
@@ -74,7 +78,9 @@ def build(
     })
     doc["collection"] = collection
     red = redactor or redact.Redactor.for_environment(ctx.env)
-    return Manifest(redact.redact_document(doc, red))
+    m = Manifest(redact.redact_document(doc, red))
+    m.private_sidecars = dict(ctx.memo("private_sidecars", dict))
+    return m
 
 
 def probe_problems(doc: Dict[str, Any]) -> List[str]:
@@ -106,6 +112,7 @@ def write(
     result = writer.WriteResult()
     red = redactor or redact.Redactor.for_environment(env if env is not None else os.environ)
     _ignore_sigxfsz()
+    private = dict(getattr(doc, "private_sidecars", None) or {})
     try:
         doc = redact.redact_document(doc, red)
     except Exception as exc:  # pragma: no cover - redaction is pure; this guards the promise anyway
@@ -127,6 +134,11 @@ def write(
             for name, body in sorted(sidecars.items()):
                 sp = os.path.join(os.path.dirname(os.path.abspath(target)), name)
                 writer.write_exclusive(sp, body)
+                sidecar_paths.append(sp)
+            for name, body in sorted(private.items()):
+                sp = os.path.join(os.path.dirname(os.path.abspath(target)), "manifest_%s.%s.private.patch" % (
+                    written.get("run_id", "run"), writer.safe_name(name)))
+                writer.write_exclusive(sp, body, mode=0o600)
                 sidecar_paths.append(sp)
             writer.write_exclusive(target, data)
         except FileExistsError:

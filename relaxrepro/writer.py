@@ -2,8 +2,9 @@
 
 The degradation order, applied one step at a time until the document fits ``MAX_BYTES``:
 
-1. patch bodies leave the document (kept as sidecar files when writing to a directory), keeping
-   their sha256, size and file list;
+1. patch bodies leave the document (kept as sidecar files beside the manifest), largest first,
+   keeping their sha256, size and file list; a patch over ``INLINE_PATCH_BYTES`` (or not UTF-8)
+   always lives in its sidecar, so several dirty repositories still leave room for the rest;
 2. inline config file contents go, keeping path, size and sha256;
 3. long lists and maps (packages, untracked files, nodes, ...) keep their key entries plus a digest
    of the full list;
@@ -80,21 +81,67 @@ def serialize(doc: Dict[str, Any]) -> bytes:
 Step = Callable[[Dict[str, Any], Dict[str, bytes], str], List[str]]
 
 
-def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
-    notes = []
+INLINE_PATCH_BYTES = 32_000
+"""A patch body over this always lives in its sidecar (not a degradation: several dirty repos must
+still leave the manifest room under the cap)."""
+
+
+def _patches(doc: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
     code = doc.get("code")
     if not isinstance(code, dict):
-        return notes
+        return []
+    out = []
     for name in sorted(code):
         repo = code[name]
         patch = repo.get("patch") if isinstance(repo, dict) else None
-        if not isinstance(patch, dict) or not isinstance(patch.get("text"), str):
-            continue
-        body = patch.pop("text")
-        sidecar = "manifest_%s.%s.patch" % (run_id, _safe_name(name))
-        sidecars[sidecar] = body.encode("utf-8", "surrogateescape")
-        patch["sidecar"] = sidecar
-        patch["inline"] = False
+        if isinstance(patch, dict) and (isinstance(patch.get("text"), str) or
+                                        isinstance(patch.get("text_base64"), str)):
+            out.append((name, patch))
+    return out
+
+
+def _to_sidecar(name: str, patch: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> str:
+    if isinstance(patch.get("text_base64"), str):
+        import base64
+
+        body = base64.b64decode(patch.pop("text_base64"))
+        patch.pop("text", None)
+    else:
+        body = patch.pop("text").encode("utf-8", "surrogateescape")
+    sidecar = "manifest_%s.%s.patch" % (run_id, safe_name(name))
+    sidecars[sidecar] = body
+    patch["sidecar"] = sidecar
+    patch["inline"] = False
+    return sidecar
+
+
+def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dict[str, bytes], List[str]]:
+    """Move patch bodies over ``INLINE_PATCH_BYTES``, and non-UTF-8 ones (base64 in the document),
+    to sidecars. Returns (document, sidecars, notes); the document is copied only when one moves."""
+    big = [name for name, p in _patches(doc)
+           if "text_base64" in p or len(p["text"].encode("utf-8", "surrogateescape")) > INLINE_PATCH_BYTES]
+    if not big:
+        return doc, {}, []
+    doc = copy.deepcopy(doc)
+    sidecars: Dict[str, bytes] = {}
+    notes = []
+    for name, patch in _patches(doc):
+        if name in big:
+            sidecar = _to_sidecar(name, patch, sidecars, run_id)
+            notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
+    return doc, sidecars, notes
+
+
+def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str,
+                       limit: Optional[int] = None) -> List[str]:
+    """Largest patch first, only as many as it takes to fit ``limit`` (all when no limit)."""
+    notes = []
+    patches = sorted(_patches(doc), key=lambda np: (-len(np[1].get("text") or np[1].get("text_base64") or ""),
+                                                    np[0]))
+    for name, patch in patches:
+        if limit is not None and len(serialize(doc)) + 1024 <= limit:  # room for the notes
+            break
+        sidecar = _to_sidecar(name, patch, sidecars, run_id)
         notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
     return notes
 
@@ -166,21 +213,28 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(jsonable(value), sort_keys=True).encode()).hexdigest()
 
 
-def _safe_name(name: str) -> str:
+def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "repo"
+
+
+_safe_name = safe_name  # the foundation's name, kept for callers written against it
 
 
 def fit(doc: Dict[str, Any], limit: int = MAX_BYTES) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
     """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars)."""
+    run_id = str(doc.get("run_id", "run"))
+    doc, sidecars, truncated = place_patches(doc, run_id)
+    if truncated:
+        _note(doc, truncated)
     data = serialize(doc)
     if len(data) <= limit:
-        return data, doc, {}
+        return data, doc, sidecars
     doc = copy.deepcopy(doc)
-    sidecars: Dict[str, bytes] = {}
-    run_id = str(doc.get("run_id", "run"))
-    truncated: List[str] = []
     for step in DEGRADATION:
-        truncated.extend(step(doc, sidecars, run_id))
+        if step is _drop_patch_bodies:  # moves only as many patches as the cap requires
+            truncated.extend(_drop_patch_bodies(doc, sidecars, run_id, limit=limit))
+        else:
+            truncated.extend(step(doc, sidecars, run_id))
         _note(doc, truncated)
         data = serialize(doc)
         if len(data) <= limit:

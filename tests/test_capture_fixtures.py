@@ -54,7 +54,8 @@ def test_capture_writes_redacted_fixtures(tmp_path: Path) -> None:
     ])
     everything = "".join(read(p) for p in fx.rglob("*") if p.is_file())
     assert "d37e67a5" not in everything and "1324219051234" not in everything
-    assert socket.gethostname() not in everything
+    if len(socket.gethostname()) > 2:  # a 1-2 letter hostname ("vm") is too common a word to replace in free text
+        assert socket.gethostname() not in everything
     assert "<serial>0000000000000</serial>" in read(fx / "nvidia/xml" / (label + ".xml"))
     assert "Serial Number     : 0000000000000" in read(fx / "nvidia/query_q" / (label + ".txt"))
     # The same UUID gets the same placeholder in every file: cross-file checks keep working.

@@ -110,7 +110,9 @@ def test_garbage_printing_git_gives_a_partial_manifest(tmp_path, repo):
     bindir = tmp_path / "bin"
     fake_tool(bindir, "git", "printf '\\377\\376garbage\\n'; exit 0\n")
     doc = generate(tmp_path, env=clean_env(PATH=str(bindir)), cwd=repo)
-    assert doc["code"]["repo"]["commit"] is None
+    real = (repo / ".git" / "refs" / "heads" / "main").read_text().strip()
+    # The lying tool is not believed: the commit comes from .git itself, the dirty state is unknown.
+    assert doc["code"]["repo"]["commit"] == real and doc["code"]["repo"]["dirty"] is None
 
 
 def test_help_has_examples_and_version_is_plain():

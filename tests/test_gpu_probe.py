@@ -70,7 +70,6 @@ def test_generate_records_mig_gpu_schema_valid(tmp_path: Path) -> None:
     assert hw["gpus"][0]["uuid_hash"] == nvidia.uuid_hash("GPU-27b94a00-ed54-5c24-b1fd-1054085de32a")
     assert "27b94a00" not in json.dumps(doc)
     assert hw["visible_devices"] == ["0"] and hw["visible_gpu_count"] == 1
-    assert "cuda_version" not in hw and "nccl_version" not in hw  # the CUDA/NCCL probe's fields
 
 
 def test_mig_profiles_come_from_list(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ def test_generate_runs_on_every_supported_python(tmp_path, pyz, repo, minor):
     out = tmp_path / "m.json"
     env = clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("PYTHONPATH")
-    res = subprocess.run([python, str(pyz), "generate", "--output", str(out), "--", "python", "train.py"],
+    res = subprocess.run([python, str(pyz), "generate", "--output", str(out), "--", "bash", "train.sh"],
                          cwd=str(repo), env=env, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr

@@ -22,7 +22,7 @@ def test_parse_os_release_quoting_and_comments():
 
 def test_parse_cpuinfo_epyc():
     cpu = system.parse_cpuinfo((ROOT / "proc/cpuinfo").read_text())
-    assert cpu == {"model": "AMD EPYC", "logical_cpus": 2, "sockets": 1}
+    assert cpu == {"model": "AMD EPYC", "logical_cpus": 2, "sockets": 1, "cores": 2}
 
 
 def test_parse_meminfo():
@@ -40,4 +40,6 @@ def test_collect_from_injected_root():
 def test_unreadable_proc_is_partial_not_fatal(tmp_path):
     out = system.collect(Context(env={}, root=str(tmp_path)))
     assert "distribution" not in out.data["environment"]["system"]
-    assert out.status == "partial" and out.warnings == ["/proc/meminfo unreadable: memory total not recorded"]
+    assert out.status == "partial"
+    assert out.warnings == ["/proc/cpuinfo unreadable: CPU model, cores and sockets not recorded",
+                            "/proc/meminfo unreadable: memory total not recorded"]

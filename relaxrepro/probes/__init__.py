@@ -9,7 +9,22 @@ from __future__ import annotations
 from typing import Tuple
 
 from ..runner import Deriver, Probe
-from . import command, git, nvidia, python, system
+from . import (
+    command,
+    config,
+    container,
+    cuda,
+    data,
+    git,
+    nvidia,
+    packages,
+    python,
+    ray,
+    scheduler,
+    seeds,
+    system,
+    training,
+)
 
 PROBES: Tuple[Probe, ...] = (
     Probe("command", command.collect),
@@ -17,9 +32,20 @@ PROBES: Tuple[Probe, ...] = (
     Probe("system", system.collect),
     Probe("git", git.collect),
     Probe("gpu", nvidia.collect),
+    Probe("packages", packages.collect),
+    Probe("cuda", cuda.collect),
+    Probe("container", container.collect),
+    Probe("config", config.collect),
+    Probe("data", data.collect),
+    Probe("ray", ray.collect),
+    Probe("scheduler", scheduler.collect),
 )
 
-DERIVERS: Tuple[Deriver, ...] = ()
+DERIVERS: Tuple[Deriver, ...] = (
+    Deriver("cuda-consistency", cuda.derive),
+    Deriver("seeds", seeds.derive),
+    Deriver("training", training.derive),
+)
 
 
 def _check_unique() -> None:

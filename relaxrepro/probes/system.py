@@ -1,9 +1,10 @@
-"""Operating system, kernel, CPU and memory, read from ``/etc/os-release`` and ``/proc``."""
+"""Operating system, kernel, C library, CPU, NUMA and memory, read from ``/etc/os-release``, ``/proc`` and ``/sys``."""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 from typing import Any, Dict, Optional
 
@@ -31,6 +32,8 @@ def parse_cpuinfo(text: str) -> Dict[str, Any]:
     model: Optional[str] = None
     logical = 0
     sockets = set()
+    cores = set()
+    socket_id = ""
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if not sep:
@@ -42,6 +45,10 @@ def parse_cpuinfo(text: str) -> Dict[str, Any]:
             model = value
         elif key == "physical id":
             sockets.add(value)
+            socket_id = value
+        elif key == "core id":
+            # physical id precedes core id in each x86 block; Arm kernels print neither.
+            cores.add((socket_id, value))
     out: Dict[str, Any] = {}
     if model:
         out["model"] = model
@@ -49,7 +56,46 @@ def parse_cpuinfo(text: str) -> Dict[str, Any]:
         out["logical_cpus"] = logical
     if sockets:
         out["sockets"] = len(sockets)
+    if cores:
+        out["cores"] = len(cores)
     return out
+
+
+def parse_ldd_version(text: str) -> Dict[str, str]:
+    """``ldd --version``: glibc's ``ldd (Debian GLIBC 2.36-9) 2.36`` or musl's ``Version 1.2.4`` (on stderr)."""
+    if "musl" in text.lower():
+        m = re.search(r"^Version\s+(\d+(?:\.\d+)+)", text, re.MULTILINE)
+        return {"name": "musl", "version": m.group(1)} if m else {"name": "musl"}
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    if "libc" in first.lower() or first.startswith("ldd"):
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)\s*$", first)
+        if m:
+            return {"name": "glibc", "version": m.group(1)}
+    return {}
+
+
+def count_numa_nodes(names: Any) -> int:
+    """``/sys/devices/system/node`` entries named ``nodeN``."""
+    return sum(1 for n in names if re.match(r"^node\d+$", n))
+
+
+def _libc(ctx: Context, out: Outcome) -> Dict[str, str]:
+    if ctx.root in ("", "/"):
+        try:
+            value = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.36"; not on musl: no fork needed
+        except (ValueError, OSError, AttributeError):
+            value = None
+        if value and value.startswith("glibc "):
+            return {"name": "glibc", "version": value.split()[1]}
+    if not ctx.which("ldd"):
+        return {}
+    res = ctx.run(["ldd", "--version"], timeout=1.0)
+    # musl's ldd prints its banner on stderr and exits 1: read both streams whatever the status.
+    text = (res.stdout if isinstance(res.stdout, str) else "") + "\n" + res.stderr
+    parsed = parse_ldd_version(text.strip()) if not res.timed_out and res.error is None else {}
+    if not parsed:
+        out.warn("C library version unknown: " + (res.describe() if not res.ok else "ldd --version unrecognised"))
+    return parsed
 
 
 def parse_meminfo(text: str) -> Optional[float]:
@@ -82,10 +128,21 @@ def collect(ctx: Context) -> Outcome:
     hardware: Dict[str, Any] = {}
     cpuinfo = ctx.read_text("/proc/cpuinfo", limit=4 << 20)
     cpu = parse_cpuinfo(cpuinfo) if cpuinfo else {}
+    if cpuinfo is None and uname.system == "Linux":
+        out.warn("/proc/cpuinfo unreadable: CPU model, cores and sockets not recorded")
     if not cpu.get("model") and uname.processor:
         cpu["model"] = uname.processor
     cpu.setdefault("logical_cpus", os.cpu_count())
+    try:
+        numa = count_numa_nodes(os.listdir(ctx.path("/sys/devices/system/node")))
+    except OSError:
+        numa = 0
+    if numa:
+        cpu["numa_nodes"] = numa
     hardware["cpu"] = cpu
+    libc = _libc(ctx, out)
+    if libc:
+        system["libc"] = libc
     meminfo = ctx.read_text("/proc/meminfo")
     mem = parse_meminfo(meminfo) if meminfo else None
     if mem is not None:

@@ -1,0 +1,236 @@
+"""CUDA runtime, cuDNN and NCCL versions: real wheels' libraries, compiled stand-ins, a crashing library,
+nvcc and ldconfig through fake executables, NGC variables, torch's build tag, and the consistency deriver."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import FIXTURES, clean_env, fake_tool, generate
+from helpers_env import add_dist, build_so, cuda_python, cuda_site, interp, link, make_ctx
+
+from relaxrepro.probes import cuda
+
+NVCC = sorted((FIXTURES / "cuda" / "nvcc").glob("*.txt"))
+
+
+@pytest.mark.parametrize("value,expect", [(12090, "12.9"), (11080, "11.8"), (13000, "13.0"), (10010, "10.1"),
+                                          (0, None)])
+def test_decode_cuda(value, expect):
+    assert cuda.decode_cuda(value) == expect
+
+
+@pytest.mark.parametrize("value,expect", [(22304, "2.23.4"), (23203, "2.32.3"), (21805, "2.18.5"),
+                                          (2708, "2.7.8"), (2408, "2.4.8"), (-1, None)])
+def test_decode_nccl_both_encodings(value, expect):
+    assert cuda.decode_nccl(value) == expect
+
+
+@pytest.mark.parametrize("value,expect", [(90100, "9.1.0"), (91002, "9.10.2"), (8902, "8.9.2"), (7605, "7.6.5")])
+def test_decode_cudnn_both_encodings(value, expect):
+    assert cuda.decode_cudnn(value) == expect
+
+
+@pytest.mark.parametrize("version,expect", [("2.3.0+cu121", "12.1"), ("1.13.1+cu117", "11.7"), ("1.4.0+cu92", "9.2"),
+                                            ("2.9.0+cu130", "13.0"), ("2.3.0+rocm6.0", None), ("2.3.0", None),
+                                            ("2.3.0+cpu", None)])
+def test_torch_cuda_tag(version, expect):
+    assert cuda.torch_cuda_tag(version) == expect
+
+
+def test_nvcc_fixtures_found():
+    assert len(NVCC) == 7
+
+
+@pytest.mark.parametrize("path", NVCC, ids=[p.stem for p in NVCC])
+def test_parse_nvcc_real_outputs(path):
+    got = cuda.parse_nvcc(path.read_text())
+    release = path.stem.split("__cuda-")[1].replace("_no_build_line", "")
+    assert got["version"] == ".".join(release.split(".")[:2])
+    assert got["full"].startswith(got["version"] + ".")
+    if release.count(".") == 2:
+        assert got["full"] == release
+
+
+def test_parse_ldconfig_real_outputs():
+    ldconfig = FIXTURES / "cuda" / "ldconfig"
+    nccl = cuda.parse_ldconfig((ldconfig / "nccl-issue1991__ldconfig_p_grep_nccl.txt").read_text())
+    assert nccl == {"libnccl.so.2": ["/lib/x86_64-linux-gnu/libnccl.so.2"]}
+    deb = cuda.parse_ldconfig((ldconfig / "debian12-cuda13__ldconfig_p_grep.txt").read_text())
+    assert deb["libcudart.so.13"] == ["/usr/local/cuda-13.0/lib/libcudart.so.13"]
+    assert cuda.parse_ldconfig("garbage\n\n1234 libs found in cache\n") == {}
+
+
+# -- real libraries -----------------------------------------------------------------------------------
+
+def test_real_wheels_answer_through_ctypes_in_a_child(tmp_path):
+    site = cuda_site()
+    ctx = make_ctx(tmp_path, interpreter=interp([str(site)]))
+    out = cuda.collect(ctx)
+    hw = out.data["hardware"]
+    assert out.status == "ok", out.warnings
+    assert (hw["cuda_version"], hw["nccl_version"]) == ("12.9", "2.32.3")
+    assert hw["cuda"]["raw"] == {"cudart": 12090, "nccl": 23203}
+    assert hw["cuda"]["libraries"]["nccl"] == str(site / "nvidia" / "nccl" / "lib" / "libnccl.so.2")
+    assert hw["cuda"]["sources"]["cuda_version"] == "libcudart (cudaRuntimeGetVersion)"
+    assert "cudnn_version" not in hw
+
+
+def test_stand_in_cudnn_libraries(tmp_path):
+    site = tmp_path / "site"
+    build_so("cudnn9", site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    build_so("cudnn8", tmp_path / "ld" / "libcudnn.so.8")
+    build_so("nccl_old", tmp_path / "ld" / "libnccl.so.2")
+    ctx = make_ctx(tmp_path, interpreter=interp([str(site)]), env={"LD_LIBRARY_PATH": str(tmp_path / "ld")})
+    hw = cuda.collect(ctx).data["hardware"]
+    assert (hw["cudnn_version"], hw["nccl_version"]) == ("9.1.0", "2.7.8")  # site dirs before LD_LIBRARY_PATH
+    assert hw["cuda"]["raw"]["cudnn"] == 90100
+
+
+def test_a_library_returning_an_error_falls_through_to_the_next(tmp_path):
+    build_so("nccl_err", tmp_path / "first" / "libnccl.so.2")
+    build_so("nccl_old", tmp_path / "second" / "libnccl.so.2")
+    ctx = make_ctx(tmp_path, interpreter=interp([]),
+                   env={"LD_LIBRARY_PATH": "%s:%s" % (tmp_path / "first", tmp_path / "second")})
+    out = cuda.collect(ctx)
+    assert out.data["hardware"]["nccl_version"] == "2.7.8"
+    assert any("ncclGetVersion returned error 5" in w for w in out.warnings)
+
+
+def test_a_library_that_aborts_on_load_kills_only_the_child(tmp_path):
+    site = tmp_path / "site"
+    real = cuda_site() / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.12"
+    link(real, site / "nvidia" / "cuda_runtime" / "lib" / "libcudart.so.12")
+    crash = build_so("crash", site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9")
+    build_so("nccl_old", site / "nvidia" / "nccl" / "lib" / "libnccl.so.2")
+    out = cuda.collect(make_ctx(tmp_path, interpreter=interp([str(site)])))
+    assert out.status == "partial"
+    assert out.data["hardware"]["cuda_version"] == "12.9"  # answered before the crash
+    assert "nccl_version" not in out.data["hardware"]  # asked after it: lost with the child
+    assert any("loading %s died with signal 6 (SIGABRT)" % crash in w for w in out.warnings), out.warnings
+
+
+def test_only_a_crashing_library_is_failed(tmp_path):
+    crash = build_so("crash", tmp_path / "ld" / "libcudart.so.12")
+    out = cuda.collect(make_ctx(tmp_path, interpreter=interp([]), env={"LD_LIBRARY_PATH": str(tmp_path / "ld")},
+                                root=str(tmp_path / "root")))
+    assert out.status == "failed" and out.data == {}
+    assert any(str(crash) in w and "SIGABRT" in w for w in out.warnings)
+
+
+def test_a_library_that_hangs_on_load_is_abandoned_within_the_budget(tmp_path):
+    build_so("hang", tmp_path / "ld" / "libnccl.so.2")
+    ctx = make_ctx(tmp_path, interpreter=interp([]), env={"LD_LIBRARY_PATH": str(tmp_path / "ld")},
+                   probe_budget_s=1.0, root=str(tmp_path / "root"))
+    ctx.begin_probe()
+    out = cuda.collect(ctx)
+    assert out.status == "failed"
+    assert any("libnccl.so.2 timed out" in w for w in out.warnings), out.warnings
+
+
+def test_generate_survives_a_crashing_library(tmp_path):
+    build_so("crash", tmp_path / "ld" / "libcudart.so.12")
+    doc = generate(tmp_path, "--python", cuda_python(), env=clean_env(LD_LIBRARY_PATH=str(tmp_path / "ld")))
+    # the wheel's own libcudart comes first; NCCL too: the crashing one is never needed
+    assert doc["hardware"]["cuda_version"] == "12.9" and doc["hardware"]["nccl_version"] == "2.32.3"
+    doc = generate(tmp_path, env=clean_env(LD_LIBRARY_PATH=str(tmp_path / "ld")))
+    assert doc["collection"]["probes"]["cuda"]["status"] in ("failed", "partial")
+    assert "SIGABRT" in " ".join(doc["collection"]["probes"]["cuda"]["warnings"])
+    assert doc["environment"]["packages_count"] > 0  # the other probes carried on
+
+
+# -- tools, environment, torch tag ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body,expect", [
+    ("exit 1\n", "nvcc --version: "),
+    ("", "nvcc --version printed no release line"),
+    ("echo 'Segmentation fault'\n", "nvcc --version printed no release line"),
+    ("exec %s 30\n" % shutil.which("sleep"), "timed out"),
+], ids=["non-zero", "empty", "garbage", "hanging"])
+def test_nvcc_failures_are_warnings(tmp_path, body, expect):
+    fake_tool(tmp_path / "bin", "nvcc", body)
+    ctx = make_ctx(tmp_path, interpreter=interp([]), root=str(tmp_path / "root"))
+    out = cuda.collect(ctx)
+    assert any(expect in w for w in out.warnings), out.warnings
+    assert "nvcc" not in out.data.get("hardware", {}).get("cuda", {})
+
+
+def test_nvcc_from_cuda_home_and_missing_everything(tmp_path):
+    root = tmp_path / "root"
+    nvcc = (FIXTURES / "cuda" / "nvcc" / "feuyeux-hello-ai__cuda-12.5.txt")
+    fake_tool(root / "opt" / "cuda" / "bin", "nvcc", "exec %s '%s'\n" % (shutil.which("cat"), nvcc))
+    ctx = make_ctx(tmp_path, interpreter=interp([]), root=str(root), env={"CUDA_HOME": "/opt/cuda"})
+    hw = cuda.collect(ctx).data["hardware"]
+    assert hw["cuda_version"] == "12.5" and hw["cuda"]["nvcc_full"] == "12.5.82"
+    assert hw["cuda"]["sources"]["cuda_version"] == "nvcc --version"
+    out = cuda.collect(make_ctx(tmp_path / "x", interpreter=interp([]), root=str(tmp_path / "empty")))
+    assert out.status == "absent" and out.data == {}
+
+
+@pytest.mark.parametrize("body", ["exit 1\n", "", "echo garbage\n", "exec %s 30\n" % shutil.which("sleep")],
+                         ids=["non-zero", "empty", "garbage", "hanging"])
+def test_ldconfig_failures_leave_the_other_sources(tmp_path, body):
+    fake_tool(tmp_path / "bin", "ldconfig", body)
+    ctx = make_ctx(tmp_path, interpreter=interp([]), root=str(tmp_path / "root"),
+                   env={"NCCL_VERSION": "2.21.5-1"}, probe_budget_s=2.0)
+    ctx.begin_probe()
+    out = cuda.collect(ctx)
+    assert out.data["hardware"]["nccl_version"] == "2.21.5"
+    if "exit" in body or "sleep" in body:
+        assert any(w.startswith("ldconfig -p: ") for w in out.warnings)
+
+
+def test_ldconfig_cache_finds_a_library(tmp_path):
+    root = tmp_path / "root"
+    build_so("nccl_old", root / "lib" / "x86_64-linux-gnu" / "libnccl.so.2")
+    fixture = FIXTURES / "cuda" / "ldconfig" / "nccl-issue1991__ldconfig_p_grep_nccl.txt"
+    fake_tool(tmp_path / "bin", "ldconfig", "exec %s '%s'\n" % (shutil.which("cat"), fixture))
+    hw = cuda.collect(make_ctx(tmp_path, interpreter=interp([]), root=str(root))).data["hardware"]
+    assert hw["nccl_version"] == "2.7.8"
+    assert hw["cuda"]["libraries"]["nccl"] == str(root / "lib" / "x86_64-linux-gnu" / "libnccl.so.2")
+
+
+def test_ngc_environment_and_torch_tag(tmp_path):
+    site = tmp_path / "site"
+    add_dist(site, "torch", "2.4.0+cu124")
+    env = {"CUDA_VERSION": "12.4.1", "NCCL_VERSION": "2.21.5-1", "CUDNN_VERSION": "9.1.0.70-1",
+           "NVIDIA_PYTORCH_VERSION": "24.05"}
+    ctx = make_ctx(tmp_path, interpreter=interp([str(site)]), root=str(tmp_path / "root"), env=env)
+    hw = cuda.collect(ctx).data["hardware"]
+    assert (hw["cuda_version"], hw["nccl_version"], hw["cudnn_version"]) == ("12.4", "2.21.5", "9.1.0.70")
+    assert hw["cuda"]["ngc"] == env
+    assert hw["cuda"]["sources"] == {"cuda_version": "torch build tag (+cu)",
+                                     "nccl_version": "NCCL_VERSION (image environment)",
+                                     "cudnn_version": "CUDNN_VERSION (image environment)"}
+
+
+# -- deriver --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("hardware,expect", [
+    ({"cuda_driver_version": "12.4", "cuda": {"runtime": "12.9"}},
+     ["CUDA runtime library 12.9 is newer than the driver supports (12.4): minor-version compatibility only"]),
+    ({"cuda_driver_version": "11.8", "cuda": {"torch_cuda": "12.1"}},
+     ["CUDA torch build 12.1 is newer than the driver supports (11.8): will not run"]),
+    ({"cuda": {"runtime": "12.9", "torch_cuda": "12.1", "nvcc": "12.1"}},
+     ["CUDA runtime library 12.9 differs from torch build 12.1"]),
+    ({"cuda": {"runtime": "12.4", "ngc": {"CUDA_VERSION": "12.4.1"}}, "cuda_driver_version": "12.8"}, []),
+], ids=["runtime-newer-than-driver", "torch-needs-newer-major", "runtime-vs-torch", "all-agree"])
+def test_disagreements(hardware, expect):
+    assert cuda.disagreements(hardware) == expect
+
+
+def test_deriver_writes_into_the_document(tmp_path):
+    doc = {"hardware": {"cuda_driver_version": "12.2", "cuda": {"runtime": "12.9"}}}
+    out = cuda.derive(doc, make_ctx(tmp_path))
+    assert out.data["hardware"]["cuda"]["disagreements"][0].startswith("CUDA runtime library 12.9 is newer")
+    assert cuda.derive({"hardware": {}}, make_ctx(tmp_path)) is None
+
+
+def test_generate_records_sources_and_disagreements(tmp_path):
+    env = clean_env(CUDA_VERSION="12.4.1", NCCL_VERSION="2.21.5-1")
+    doc = generate(tmp_path, "--python", cuda_python(), env=env)
+    hw = doc["hardware"]
+    assert (hw["cuda_version"], hw["nccl_version"]) == ("12.9", "2.32.3")  # the libraries beat the image's claims
+    assert hw["cuda"]["sources"]["nccl_version"] == "libnccl (ncclGetVersion)"
+    assert "CUDA runtime library 12.9 differs from image CUDA_VERSION 12.4" in hw["cuda"]["disagreements"]
+    assert doc["collection"]["probes"]["cuda-consistency"]["status"] == "ok"
