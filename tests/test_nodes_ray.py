@@ -175,6 +175,9 @@ def test_each_node_reports_through_its_own_ray_task(results):
     validate_manifest(doc)
     nodes = doc["runtime"]["nodes"]
     assert len(nodes) == 2 and "unresponsive_nodes" not in doc["runtime"]
+    # Each report joined the entry ray.nodes() gave (by node id), not appended beside it.
+    assert all(len(n["node_id"]) == 56 and n["alive"] is True for n in nodes)
+    assert doc["runtime"]["mode"] == "multi_node_ray"
     by_role = {n["role"]: n for n in nodes}
     assert by_role["head"]["hardware"]["driver_version"] == "590.44.01"
     assert by_role["worker"]["hardware"]["driver_version"] == "525.147.05"
