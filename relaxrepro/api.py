@@ -138,7 +138,9 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
     """Add what only the running trainer can see (the live Ray topology after ``ray.init()``).
 
     Runs each registered updater under the deadline and merges what it reports into ``manifest``,
-    with its status under ``collection.probes``. Returns the same manifest; None stays None.
+    with its status under ``collection.probes``. ``per_node=True``: then one zero-CPU Ray task per
+    alive node collects that node's fragment, merged into ``runtime.nodes`` and ``heterogeneity``
+    (``deadline_s``, default 10 s, bounds the wait). Returns the same manifest; None stays None.
     """
     if manifest is None:
         return None
@@ -148,7 +150,9 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
 
         with _lock:
             updaters = list(_UPDATERS)
-        limit = float(options.pop("deadline_s", None) or DEADLINE)
+        given = options.pop("deadline_s", None)
+        per_node = bool(options.pop("per_node", False))
+        limit = float(given or DEADLINE)
         problems: List[str] = []
         for name, fn in updaters:
             t0 = time.monotonic()
@@ -171,6 +175,20 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
             with _lock:
                 collection = manifest.setdefault("collection", {})
                 collection.setdefault("probes", {})[name] = entry
+        if per_node:
+            # One zero-CPU Ray task per alive node collects that node's fragment (issue 10).
+            from . import node
+
+            wait = float(given) if given else node.PER_NODE_DEADLINE
+            finished, value = _bounded(functools.partial(node.update_per_node, manifest, wait), wait + _GRACE_S,
+                                       "update-per-node")
+            if finished and isinstance(value, dict) and value is not manifest:
+                with _lock:
+                    manifest.clear()
+                    manifest.update(value)
+            elif not finished:
+                problems.append("per-node collection: %s" % (
+                    "%s: %s" % (type(value).__name__, value) if value is not None else "did not finish in time"))
         if problems:
             log.warning("relaxrepro: could not update the manifest: %s", "; ".join(problems))
     except Exception as exc:

@@ -24,6 +24,9 @@ examples:
   relaxrepro generate                                  manifest of this machine and repo, in .
   relaxrepro generate --output-dir runs/ -- python train.py --lr 3e-4
   relaxrepro generate --output manifest.json --strict  exit 1 if a probe failed
+  srun --ntasks-per-node=1 relaxrepro generate --node-report --output-dir runs/
+  relaxrepro merge runs/manifest_<run-id>.json runs/   fold node_*.json fragments in
+  relaxrepro generate --redact-pattern 'proj-[0-9]+'   also hide your own identifiers
 
 exit codes: 0 ok (a partial manifest is ok), 1 failure under --strict, 2 usage error.
 """
@@ -68,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_generate_options(gen)
+    gen.add_argument("--node-report", action="store_true",
+                     help="write this node's fragment node_<name>.json instead (every rank writes; run id from "
+                     "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID)")
 
     run = sub.add_parser(
         "run",
@@ -103,6 +109,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
     fp.add_argument("paths", metavar="PATH", nargs="+")
     fp.add_argument("--json", action="store_true", help="print the results as JSON")
+    mrg = sub.add_parser(
+        "merge", help="fold node fragments into a manifest (per-node data, heterogeneity)",
+        description="Fold node_<name>.json fragments (or directories of them) into MANIFEST. Writes "
+        "manifest_<run-id>.merged.json beside MANIFEST unless -o is given; never overwrites.")
+    mrg.add_argument("manifest", metavar="MANIFEST")
+    mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
+    mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
     _add_reading_commands(sub)
     return parser
 
@@ -285,6 +298,8 @@ def _record(args: argparse.Namespace, command: List[str], env: dict, verb: str
     rank = _rank(env)
     if rank not in (None, 0) and not args.all_ranks:
         return None, None, None, []  # under a multi-rank launcher only rank 0 writes
+    if args.run_id is None and env.get("RELAXREPRO_RUN_ID") and verb == "generate":
+        args.run_id = env["RELAXREPRO_RUN_ID"]  # shared with every node's --node-report, so merge can match them
     if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
         sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
                          % (verb, args.run_id))
@@ -341,6 +356,8 @@ def _record(args: argparse.Namespace, command: List[str], env: dict, verb: str
 
 
 def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
+    if args.node_report:
+        return _node_report(args, dict(os.environ), command)
     code, doc, path, problems = _record(args, command, dict(os.environ), "generate")
     if code is not None:
         return code
@@ -354,6 +371,77 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
     return EXIT_OK
 
 
+def _node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
+    from . import manifest, node
+    from .context import Context
+    from .redact import Redactor
+
+    run_id = args.run_id or node.run_id_from_env(env)
+    if not run_id or not _RUN_ID_RE.match(run_id):
+        sys.stderr.write("relaxrepro generate: error: --node-report needs a run id shared with rank 0's manifest: "
+                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
+                                                                                else ""))
+        return EXIT_USAGE
+    try:
+        redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
+    except ValueError as exc:
+        sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
+        return EXIT_USAGE
+    options = {"run_id": run_id, "source": "cli"}
+    if args.python:
+        options["python"] = args.python  # the training interpreter whose packages this node has
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
+    frag = node.collect_fragment(ctx)
+    directory = args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or "."
+    path = args.output or os.path.join(directory, node.fragment_filename(frag))
+    result = manifest.write(frag, path=path, env=env, redactor=redactor)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if args.print_doc:
+        from . import writer
+
+        sys.stdout.write(writer.serialize(frag).decode("utf-8"))
+    if result.path is None:
+        return EXIT_FAIL if args.strict else EXIT_OK
+    print(result.path)
+    return EXIT_OK
+
+
+def _cmd_merge(args: argparse.Namespace, command: List[str]) -> int:
+    from . import manifest, node
+    from .schema import ManifestError, load_manifest
+
+    def fail(message: str) -> int:
+        sys.stderr.write("relaxrepro merge: error: %s\n" % message)
+        return EXIT_USAGE
+
+    try:
+        doc = load_manifest(args.manifest)
+    except ManifestError as exc:
+        return fail("%s: %s" % (args.manifest, exc))
+    fragments = []
+    for path in node.expand_paths(args.fragments):
+        try:
+            fragments.append(node.load_fragment(path, doc.run_id))
+        except node.FragmentError as exc:
+            return fail("%s: %s" % (path, exc))
+    if not fragments:
+        return fail("no node fragments (node_*.json) in %s" % ", ".join(args.fragments))
+    merged = node.merge_fragments(doc, fragments)
+    for w in merged["collection"]["probes"]["nodes"]["warnings"]:
+        if "reported twice" in w:
+            sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
+                                      "manifest_%s.merged.json" % doc.run_id)
+    result = manifest.write(merged, path=out)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if result.path is None:
+        return EXIT_FAIL
+    for line in node.summarize_heterogeneity(merged):
+        sys.stderr.write("relaxrepro: %s\n" % line)
+    print(result.path)
+    return EXIT_OK
 def _load_args_json(path: str) -> object:
     """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
     import json
