@@ -18,6 +18,7 @@ import re
 import threading
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from .argparse_record import parse_argv_args
 from .context import Context
 from .runner import Outcome
 
@@ -205,7 +206,7 @@ def resolved_args(doc: Dict[str, Any], ctx: Context) -> Dict[str, Any]:
     if not isinstance(args, dict):
         args = _args_from_options(ctx.options.get("args"))
         if not args:
-            args = _args_from_argv(ctx.argv)
+            args = parse_argv_args(ctx.argv)
     flat: Dict[str, Any] = {}
     _flatten(args, "", flat, depth=0)
     return flat
@@ -218,21 +219,6 @@ def _args_from_options(args: Any) -> Dict[str, Any]:
         return dict(vars(args)) if args is not None else {}
     except TypeError:
         return {}
-
-
-def _args_from_argv(argv: Sequence[str]) -> Dict[str, Any]:
-    out: Dict[str, Any] = {}
-    argv = list(argv)
-    for i, a in enumerate(argv):
-        if not a.startswith("--") or len(a) < 3:
-            continue
-        name, eq, value = a[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
-                continue
-            value = argv[i + 1]
-        out.setdefault(name.replace("-", "_"), value)
-    return out
 
 
 def _flatten(node: Any, prefix: str, out: Dict[str, Any], depth: int) -> None:

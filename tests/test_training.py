@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from relaxrepro.probes import training
-from relaxrepro.probes.training import _args_from_argv, derive_training
+from relaxrepro.probes.training import derive_training
 
 
 def doc(argv=(), resolved=None, launcher=None, scheduler=None, ray_gpus=None):
@@ -25,11 +25,6 @@ def doc(argv=(), resolved=None, launcher=None, scheduler=None, ray_gpus=None):
 MEGATRON = ["torchrun", "pretrain_gpt.py", "--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size",
             "4", "--context-parallel-size=2", "--expert-model-parallel-size", "8", "--global-batch-size", "1024",
             "--micro-batch-size", "1", "--use-distributed-optimizer", "--lr", "3e-4"]
-
-
-def test_args_from_argv_snake_cases_and_handles_flags():
-    assert _args_from_argv(["x.py", "--tensor-model-parallel-size", "2", "--bf16", "--lr=3e-4", "pos", "--"]) == {
-        "tensor_model_parallel_size": "2", "bf16": True, "lr": "3e-4"}
 
 
 def test_megatron_command_with_world_size_from_torchrun():

@@ -1,7 +1,7 @@
 """The training layout: algorithm, parallel topology and batch sizes, derived after collection.
 
 A pure step over the merged document (``runner.Deriver``): it reads ``config.resolved_args`` (keys in
-snake_case) or, until that is filled, the recorded command through :func:`_args_from_argv`, and the
+snake_case) or, failing that, the recorded command through ``argparse_record.parse_argv_args``, and the
 world size from the launcher, the scheduler, the training args or Ray's GPUs. Values that do not
 fit together are listed in ``training.inconsistencies``; nothing is "fixed".
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ..argparse_record import parse_argv_args
 from ..context import Context
 from ..runner import Outcome
 
@@ -33,33 +34,6 @@ OWNED_KEYS = ("algorithm", "parallel_topology", "global_batch_size", "micro_batc
 ALGORITHM_KEYS = ("algorithm", "advantage_estimator", "rl_algorithm", "algo", "loss_type")
 # Relax/slime-style Ray trainers size the training actor themselves: nodes x GPUs per node.
 ACTOR_KEYS = (("actor_num_nodes", "actor_num_gpus_per_node"), ("trainer_nnodes", "trainer_n_gpus_per_node"))
-
-
-def _args_from_argv(argv: Sequence[str]) -> Dict[str, Any]:
-    """Minimal ``--flag value`` / ``--flag=value`` reader of the recorded command, keys in snake_case.
-
-    Stand-in for ``config.resolved_args`` (issue 6 replaces this). Flags without a value are True.
-    """
-    out: Dict[str, Any] = {}
-    args = list(argv)
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if not arg.startswith("--") or arg == "--":
-            continue
-        name, eq, value = arg[2:].partition("=")
-        key = name.replace("-", "_").lower()
-        if not key:
-            continue
-        if eq:
-            out[key] = value
-        elif i < len(args) and not args[i].startswith("--"):
-            out[key] = args[i]
-            i += 1
-        else:
-            out[key] = True
-    return out
 
 
 def _as_int(value: Any) -> Optional[int]:
@@ -115,7 +89,7 @@ def derive_training(doc: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     else:
         command = doc.get("command") if isinstance(doc.get("command"), dict) else {}
         argv = command.get("argv") if isinstance(command.get("argv"), list) else []
-        args = _args_from_argv([str(a) for a in argv])
+        args = parse_argv_args([str(a) for a in argv])
         args_source = "argv"
 
     training: Dict[str, Any] = {}
