@@ -124,6 +124,9 @@ def compare_documents(rec: Mapping[str, Any], here: Mapping[str, Any],
     hints = hints or {}
     items: List[Item] = []
     items.append(Item("run id", _text(rec.get("run_id")), "-", INFO, "recorded at %s" % _text(rec.get("generated_at"))))
+    rec, node_item = _as_seen_by_matching_node(rec, here)
+    if node_item is not None:
+        items.append(node_item)
     items.extend(_code_items(rec, here))
     items.extend(_python_items(rec, here, hints))
     items.extend(_package_items(rec, here))
@@ -135,6 +138,38 @@ def compare_documents(rec: Mapping[str, Any], here: Mapping[str, Any],
     items.extend(_data_items(rec, here))
     items.extend(_runtime_items(rec, here))
     return items
+
+
+def _has_node_data(doc: Mapping[str, Any]) -> bool:
+    nodes = get(doc, "runtime.nodes")
+    return isinstance(nodes, list) and any(isinstance(n, dict) and ("hardware" in n or "environment" in n)
+                                           for n in nodes)
+
+
+def _as_seen_by_matching_node(rec: Mapping[str, Any], here: Mapping[str, Any]
+                              ) -> Tuple[Mapping[str, Any], Optional[Item]]:
+    """With per-node data (``merge``), judge this machine against the recorded node that matches it.
+
+    In a cluster of A100 and H100 nodes, an H100 node is compared with a recorded H100 node (same
+    GPU model, the head first), not with whatever rank 0 ran on.
+    """
+    if not _has_node_data(rec):
+        return rec, None
+    model = get(here, "hardware.gpu_model")
+    nodes = [n for n in get(rec, "runtime.nodes") if isinstance(n, dict) and isinstance(n.get("hardware"), dict)]
+    same = [n for n in nodes if get(n, "hardware.gpu_model") == model]
+    if not same:
+        return rec, Item("node", "%d nodes recorded" % len(nodes), _text(model), INFO,
+                         "no recorded node has this GPU model; compared with rank 0")
+    same.sort(key=lambda n: (n.get("role") != "head", str(n.get("name"))))
+    ref = same[0]
+    out = dict(rec)
+    for name in ("hardware", "environment"):
+        merged = dict(section(rec, name))
+        merged.update(ref.get(name) or {})
+        out[name] = merged
+    return out, Item("node", _text(ref.get("name")), "-", INFO,
+                     "compared with the recorded node of the same GPU model (%d of %d nodes)" % (len(same), len(nodes)))
 
 
 def _code_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:

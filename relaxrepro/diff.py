@@ -76,7 +76,14 @@ def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any], *, include_vo
     changes: List[Change] = []
     changes.extend(_diff_code(old.get("code"), new.get("code")))
     changes.extend(_diff_packages(old, new))
-    flat_old, flat_new = _flatten_doc(old), _flatten_doc(new)
+    per_node = _has_node_data(old) or _has_node_data(new)
+    if per_node:
+        # Node names are per run: compare the nodes as populations ("2 of 16 nodes: driver 550.54 -> 550.90").
+        from .node import diff_nodes
+
+        for line in diff_nodes(dict(old), dict(new)):
+            changes.append(Change("runtime", "runtime.nodes", "nodes", extra={"summary": line}))
+    flat_old, flat_new = _flatten_doc(old, per_node), _flatten_doc(new, per_node)
     for path in sorted(set(flat_old) | set(flat_new)):
         a, b = flat_old.get(path, MISSING), flat_new.get(path, MISSING)
         if a == b and type(a) is type(b):
@@ -139,10 +146,20 @@ def _is_volatile(path: str) -> bool:
 _SPECIAL = ("code", "environment.packages", "environment.key_packages")
 
 
-def _flatten_doc(doc: Mapping[str, Any]) -> Dict[str, Any]:
+def _has_node_data(doc: Mapping[str, Any]) -> bool:
+    runtime = doc.get("runtime")
+    nodes = runtime.get("nodes") if isinstance(runtime, dict) else None
+    return isinstance(nodes, list) and any(isinstance(n, dict) and ("hardware" in n or "environment" in n)
+                                           for n in nodes)
+
+
+def _flatten_doc(doc: Mapping[str, Any], per_node: bool = False) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for key in doc:
-        if key == "code":
+        if key == "code" or (per_node and key == "heterogeneity"):
+            continue
+        if per_node and key == "runtime" and isinstance(doc[key], dict):
+            _flatten({k: v for k, v in doc[key].items() if k not in ("nodes", "nodes_truncated")}, "runtime", out)
             continue
         _flatten(doc[key], str(key), out)
     for special in _SPECIAL[1:]:
@@ -313,6 +330,8 @@ def _line(c: Change) -> str:
     elif c.category == "code":
         label = c.path[len("code."):]
     label = safe_text(label, 80)
+    if c.kind == "nodes":
+        return "nodes  %s" % safe_text(c.extra.get("summary", ""), 200)
     if c.path.endswith(".patch") and c.category == "code":
         files = c.extra.get("files") or []
         what = {"added": "uncommitted changes appeared", "removed": "uncommitted changes gone",

@@ -435,3 +435,36 @@ def test_check_compares_with_the_node_of_the_same_role_and_gpu_model(frags):
     ]
     assert node.check_node(doc, as_node(frags["a100-80gb-x4"], 4)) == []
     assert node.check_node(base_manifest(), here) == []
+
+
+# ------------------------------------------------------------------------------- wired into diff and check
+def test_relaxrepro_diff_reports_nodes_as_populations(tmp_path, frags):
+    before = node.merge_fragments(base_manifest(), cluster({"3090-590": 16}, frags))
+    after = node.merge_fragments(base_manifest(), cluster({"3090-590": 14, "3090-525": 2}, frags))
+    (tmp_path / "a.json").write_text(json.dumps(before))
+    (tmp_path / "b.json").write_text(json.dumps(after))
+    res = run_cli("diff", str(tmp_path / "a.json"), str(tmp_path / "b.json"), env=clean_env(NO_COLOR="1"))
+    assert res.returncode == 1, res.stderr
+    assert "nodes  2 of 16 nodes: driver_version 590.44.01 -> 525.147.05" in res.stdout
+    assert "node-" not in res.stdout  # per-run node names never show up as added/removed entries
+    same = run_cli("diff", str(tmp_path / "a.json"), str(tmp_path / "a.json"))
+    assert same.returncode == 0
+
+
+def test_check_judges_against_the_recorded_node_of_this_gpu_model(frags):
+    from relaxrepro import check
+
+    head = as_node(frags["a100-80gb-x4"], 0)
+    head["node"]["role"] = "head"
+    worker = as_node(frags["3090-590"], 1)
+    rec = node.merge_fragments(base_manifest(), [head, worker])
+    rec["hardware"] = dict(frags["a100-80gb-x4"]["hardware"])  # rank 0 ran on the A100 head
+    here = {"hardware": dict(frags["3090-590"]["hardware"]), "environment": {}}
+    items = {i.item: i for i in check.compare_documents(rec, here)}
+    assert items["node"].verdict == check.INFO and items["node"].recorded == worker["node"]["name"]
+    gpu = [i for i in items.values() if "GPU model" in i.item or i.item == "gpu model"]
+    assert gpu and all(i.verdict == check.PASS for i in gpu), [(i.item, i.verdict) for i in gpu]
+    # Without per-node data the same machine is judged against rank 0: another GPU model fails.
+    plain = dict(rec, runtime={})
+    gpu_plain = [i for i in check.compare_documents(plain, here) if i.item in {g.item for g in gpu}]
+    assert gpu_plain and all(i.verdict == check.FAIL for i in gpu_plain)
