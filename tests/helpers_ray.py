@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -68,6 +70,40 @@ def ray_cluster_unavailable() -> Optional[str]:
     return None
 
 
+def namespace_pids(ns_inode: int) -> List[int]:
+    """Every process whose network namespace is the one with inode ``ns_inode``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat("/proc/%s/ns/net" % entry).st_ino == ns_inode:
+                    out.append(int(entry))
+            except OSError:
+                pass
+    return out
+
+
+def stop_namespace(netns: Path, ns_inode: Optional[int]) -> None:
+    """Kill exactly the processes in our namespace (the ones the test started), then unmount it.
+
+    Never ``ray stop``: it kills every Ray process on the machine by name, other clusters included.
+    """
+    try:
+        if ns_inode is not None:
+            for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+                for pid in namespace_pids(ns_inode):
+                    try:
+                        os.kill(pid, sig)
+                    except OSError:
+                        pass
+                end = time.monotonic() + wait
+                while namespace_pids(ns_inode) and time.monotonic() < end:
+                    time.sleep(0.2)
+    finally:
+        if netns.exists():
+            subprocess.run(["umount", str(netns)], capture_output=True, timeout=30)
+
+
 class NetnsCluster:
     """Ray head + a second raylet, confined to a private network namespace with only ``lo``."""
 
@@ -83,6 +119,7 @@ class NetnsCluster:
         (self.bindir / "ray").symlink_to(RAY_BIN)
         self.python = sys.executable
         self.started = False
+        self.ns_inode: Optional[int] = None
 
     def env(self, **extra: str) -> Dict[str, str]:
         env = {
@@ -109,6 +146,7 @@ class NetnsCluster:
     def start(self) -> None:
         self.netns.touch()
         subprocess.run(["unshare", "--net=%s" % self.netns, "true"], check=True, timeout=30)
+        self.ns_inode = os.stat(self.netns).st_ino
         self.run("ip", "link", "set", "lo", "up")
         self.started = True
         self.run("ray", "start", "--head", "--port=6379", "--node-ip-address=127.0.0.1", "--num-cpus=2",
@@ -120,9 +158,6 @@ class NetnsCluster:
 
     def stop(self) -> None:
         try:
-            if self.started:
-                self.run("ray", "stop", "--force", check=False, timeout=120)
+            stop_namespace(self.netns, self.ns_inode)
         finally:
-            if self.netns.exists():
-                subprocess.run(["umount", str(self.netns)], capture_output=True, timeout=30)
             shutil.rmtree(self.tmp, ignore_errors=True)

@@ -11,19 +11,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Optional
 
 import pytest
 from conftest import ROOT, validate_manifest
 from helpers_gpu import fake_smi
 from helpers_nodes import RTX3090_525, RTX3090_590
+from helpers_ray import stop_namespace
 
 pytestmark = pytest.mark.ray
 
@@ -97,33 +96,10 @@ class Cluster:
                  "--dashboard-agent-listen-port=52366", "--disable-usage-stats",
                  env=self.env(worker_gpu, RELAXREPRO_TEST_NODE="worker"))
 
-    def _pids(self) -> List[int]:
-        out = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    if os.stat("/proc/%s/ns/net" % entry).st_ino == self.ns_inode:
-                        out.append(int(entry))
-                except OSError:
-                    pass
-        return out
-
     def stop(self) -> None:
         try:
-            if self.ns_inode is not None:
-                # Exactly the processes in our namespace: the ones this test started.
-                for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
-                    for pid in self._pids():
-                        try:
-                            os.kill(pid, sig)
-                        except OSError:
-                            pass
-                    end = time.monotonic() + wait
-                    while self._pids() and time.monotonic() < end:
-                        time.sleep(0.2)
+            stop_namespace(self.netns, self.ns_inode)
         finally:
-            if self.netns.exists():
-                subprocess.run(["umount", str(self.netns)], capture_output=True, timeout=30)
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
