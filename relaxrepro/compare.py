@@ -8,11 +8,10 @@ nothing here imports a probe, the writer or the manifest assembler.
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from .schema import MAX_BYTES, ManifestError, parse_manifest
+from .schema import ManifestError, read_manifest_file  # noqa: F401 - re-exported for the reading commands
 
 KEY_PACKAGES: Tuple[str, ...] = (
     "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "transformers",
@@ -35,20 +34,7 @@ def read_document(path: str) -> Tuple[Dict[str, Any], List[str]]:
     assembler (and through it the writer, redaction and threading), which would double ``diff``'s
     start-up time.
     """
-    try:
-        if os.path.isdir(path):
-            raise ManifestError("%s is a directory, not a manifest file" % path)
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    if size > MAX_BYTES:
-        raise ManifestError("file is %d bytes, over the %d MB limit for a manifest" % (size, MAX_BYTES // 2**20))
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    return parse_manifest(raw)
+    return read_manifest_file(path)
 
 
 # -- safe lookups -------------------------------------------------------------------------------

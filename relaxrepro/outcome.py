@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import tempfile
 import time
 from typing import Any, Dict, Optional
 
@@ -92,7 +91,7 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
                 writer.write_exclusive(os.path.join(directory, name), body)
             except FileExistsError:
                 pass
-        _replace(path, data)
+        writer.replace_atomically(path, data)
         return None
     except (OSError, ValueError) as exc:
         reason = writer.describe_os_error(exc, path) if isinstance(exc, OSError) else "%s: %s" % (path, exc)
@@ -101,30 +100,3 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
         return "could not add the outcome to %s: %s: %s" % (path, type(exc).__name__, exc)
 
 
-def _replace(path: str, data: bytes) -> None:
-    """Atomically replace ``path`` with ``data``: temp file in the same directory, fsync, rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        mode = os.stat(path).st_mode & 0o777
-    except OSError:
-        mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=".relaxrepro-", suffix=".tmp", dir=directory)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        tmp = ""
-        writer._fsync_dir(directory)
-    finally:
-        if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass

@@ -35,12 +35,24 @@ def load_manifest(path: "os.PathLike[str] | str") -> "Manifest":
     """Read, check and normalise a manifest file; raises :class:`ManifestError`."""
     from .manifest import Manifest
 
+    doc, warnings = read_manifest_file(path)
+    m = Manifest(doc)
+    m.warnings = warnings
+    m.path = str(path)
+    return m
+
+
+def read_manifest_file(path: "os.PathLike[str] | str") -> Tuple[Dict[str, Any], List[str]]:
+    """The checked, normalised document of a file and its warnings, as plain data.
+
+    Reading commands (``diff``) use this directly: it pulls in neither the assembler nor the writer.
+    """
     try:
+        if os.path.isdir(path):
+            raise ManifestError("%s is a directory, not a manifest file" % path)
         size = os.path.getsize(path)
     except OSError as exc:
         raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    if os.path.isdir(path):
-        raise ManifestError("%s is a directory, not a manifest file" % path)
     if size > MAX_BYTES:
         raise ManifestError("file is %d bytes, over the %d MB limit for a manifest" % (size, MAX_BYTES // 2**20))
     try:
@@ -48,11 +60,7 @@ def load_manifest(path: "os.PathLike[str] | str") -> "Manifest":
             raw = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    doc, warnings = parse_manifest(raw)
-    m = Manifest(doc)
-    m.warnings = warnings
-    m.path = str(path)
-    return m
+    return parse_manifest(raw)
 
 
 def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:

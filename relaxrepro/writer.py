@@ -254,6 +254,35 @@ def _note(doc: Dict[str, Any], truncated: List[str]) -> None:
 
 # -- atomic, exclusive writes -----------------------------------------------------------------
 
+def _synced_temp(directory: str, data: bytes, mode: int) -> str:
+    """``data`` in a new temp file of ``directory``, fsynced, with ``mode``; its path.
+
+    Nothing is left behind if writing fails (disk full, file-size limit).
+    """
+    fd, tmp = tempfile.mkstemp(prefix=".relaxrepro-", suffix=".tmp", dir=directory)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
 def write_exclusive(path: str, data: bytes, mode: int = 0o644) -> None:
     """Write ``data`` to ``path`` atomically; raise FileExistsError if ``path`` exists.
 
@@ -261,17 +290,8 @@ def write_exclusive(path: str, data: bytes, mode: int = 0o644) -> None:
     name (atomic and exclusive); a reader never sees a partial file, even if we are SIGKILLed.
     """
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".relaxrepro-", suffix=".tmp", dir=directory)
+    tmp = _synced_temp(directory, data, mode)
     try:
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fchmod(fd, mode) if hasattr(os, "fchmod") else None
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -287,10 +307,27 @@ def write_exclusive(path: str, data: bytes, mode: int = 0o644) -> None:
         _fsync_dir(directory)
     finally:
         if tmp:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+            _unlink_quietly(tmp)
+
+
+def replace_atomically(path: str, data: bytes) -> None:
+    """Replace an existing ``path`` with ``data`` atomically, keeping its mode (temp, fsync, rename).
+
+    The one sanctioned rewrite of a manifest: adding the outcome of the run it describes.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        mode = os.stat(path).st_mode & 0o777
+    except OSError:
+        mode = 0o644
+    tmp = _synced_temp(directory, data, mode)
+    try:
+        os.replace(tmp, path)
+        tmp = ""
+        _fsync_dir(directory)
+    finally:
+        if tmp:
+            _unlink_quietly(tmp)
 
 
 def _fsync_dir(directory: str) -> None:
