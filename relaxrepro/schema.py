@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 if TYPE_CHECKING:  # pragma: no cover
     from .manifest import Manifest
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+"""1.0: the foundation sections. 1.1 adds the optional sections seeds, data, container, scheduler,
+lineage, outcome and heterogeneity (and fields inside the 1.0 sections). Readers take every 1.x."""
 MAJOR = 1
 MAX_BYTES = 10 * 1024 * 1024
 MAX_DEPTH = 64

@@ -85,4 +85,4 @@ def test_build_has_every_section_and_probe_entries():
         assert isinstance(doc[section], dict)
     assert doc["runtime"] == {"mode": "local"}
     assert doc["collection"]["probes"]["fine"]["status"] == "ok"
-    assert doc["schema_version"] == "1.0"
+    assert doc["schema_version"] == "1.1"
