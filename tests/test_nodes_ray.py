@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 from typing import Dict, Optional
 
 import pytest
-from conftest import ROOT, validate_manifest
+from conftest import validate_manifest
 from helpers_gpu import fake_smi
 from helpers_nodes import RTX3090_525, RTX3090_590
-from helpers_ray import stop_namespace
+from helpers_ray import NetnsCluster, ray_cluster_unavailable
 
 pytestmark = pytest.mark.ray
 
@@ -35,50 +33,17 @@ except ImportError:
 
 
 def _unavailable() -> Optional[str]:
-    if RAY_MISSING:
-        return RAY_MISSING
-    if os.geteuid() != 0:
-        return "needs root for a loopback-only network namespace"
-    for tool in ("unshare", "nsenter", "ip", "umount"):
-        if shutil.which(tool) is None:
-            return "%s not found" % tool
-    return None
+    return RAY_MISSING or ray_cluster_unavailable()
 
 
-RAY_BIN = Path(sys.executable).parent / "ray"
-
-
-class Cluster:
+class Cluster(NetnsCluster):
     """Head + second raylet with per-raylet environments, inside a private net namespace with only lo."""
 
-    def __init__(self) -> None:
-        self.tmp = Path(tempfile.mkdtemp(prefix="rrnode"))  # short: Ray's socket paths must fit 107 bytes
-        self.netns = self.tmp / "netns"
-        self.raytmp = self.tmp / "t"
-        self.raytmp.mkdir()
-        self.bindir = self.tmp / "bin"
-        self.bindir.mkdir()
-        (self.bindir / "ray").symlink_to(RAY_BIN)
-        self.ns_inode: Optional[int] = None
-
     def env(self, gpu_bin: Optional[Path] = None, **extra: str) -> Dict[str, str]:
-        path = "%s:/usr/bin:/bin" % self.bindir
-        env = {
-            "PATH": "%s:%s" % (gpu_bin, path) if gpu_bin else path,
-            "HOME": str(self.tmp), "LANG": "C.UTF-8",
-            "RAY_USAGE_STATS_ENABLED": "0",  # otherwise Ray reports to usage-stats.ray.io
-            "RAY_TMPDIR": str(self.raytmp), "TMPDIR": str(self.raytmp),
-            "PYTHONPATH": str(ROOT),  # the per-node task imports relaxrepro in the worker
-        }
-        env.update(extra)
+        env = super().env(**extra)
+        if gpu_bin:
+            env["PATH"] = "%s:%s" % (gpu_bin, env["PATH"])
         return env
-
-    def run(self, *argv: str, env: Dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-        res = subprocess.run(["nsenter", "--net=%s" % self.netns, *argv], env=env, capture_output=True,
-                             text=True, timeout=timeout)
-        if res.returncode != 0:
-            raise AssertionError("%s failed (rc %d):\n%s\n%s" % (argv, res.returncode, res.stdout, res.stderr[-3000:]))
-        return res
 
     def start(self) -> None:
         self.netns.touch()
@@ -95,12 +60,6 @@ class Cluster:
         self.run("ray", "start", "--address=127.0.0.1:6379", "--node-ip-address=127.0.0.2", "--num-cpus=1",
                  "--dashboard-agent-listen-port=52366", "--disable-usage-stats",
                  env=self.env(worker_gpu, RELAXREPRO_TEST_NODE="worker"))
-
-    def stop(self) -> None:
-        try:
-            stop_namespace(self.netns, self.ns_inode)
-        finally:
-            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 DRIVER = textwrap.dedent("""

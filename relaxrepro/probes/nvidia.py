@@ -206,17 +206,8 @@ def parse_smi_xml(text: str) -> Dict[str, Any]:
         root = ET.fromstring(body)
     except ET.ParseError:
         return {}
-    out: Dict[str, Any] = {}
-    kmd = _version(_xml_text(root, "kmd_version"))
-    umd = _version(_xml_text(root, "cuda_umd_version"))
-    driver = kmd or _version(_xml_text(root, "driver_version"))
-    cuda = umd or _version(_xml_text(root, "cuda_version"))
-    if driver:
-        out["driver_version"] = driver
-    if kmd:
-        out["kmd_version"] = kmd
-    if cuda:
-        out["cuda_driver_version"] = cuda
+    out = _driver_fields(_xml_text(root, "kmd_version"), _xml_text(root, "cuda_umd_version"),
+                         _xml_text(root, "driver_version"), _xml_text(root, "cuda_version"))
     attached = _int(_xml_text(root, "attached_gpus"))
     gpus = []
     for index, node in enumerate(root.findall("gpu")):
@@ -449,20 +440,26 @@ def _q_get(node: List[Tuple[str, Any]], *path: str) -> Any:
     return node
 
 
-def parse_q(text: str) -> Dict[str, Any]:
-    """``nvidia-smi -q`` (or ``-a``): the same facts as the XML, from the text form."""
-    tree = _q_tree(text)
+def _driver_fields(kmd: Any, umd: Any, driver: Any, cuda: Any) -> Dict[str, Any]:
+    """Driver and CUDA versions from either form; driver 610 renames them KMD Version / CUDA UMD Version."""
     out: Dict[str, Any] = {}
-    kmd = _version(_q_get(tree, "KMD Version"))
-    umd = _version(_q_get(tree, "CUDA UMD Version"))
-    driver = kmd or _version(_q_get(tree, "Driver Version"))
-    cuda = umd or _version(_q_get(tree, "CUDA Version"))
+    kmd, umd = _version(kmd), _version(umd)
+    driver = kmd or _version(driver)
+    cuda = umd or _version(cuda)
     if driver:
         out["driver_version"] = driver
     if kmd:
         out["kmd_version"] = kmd
     if cuda:
         out["cuda_driver_version"] = cuda
+    return out
+
+
+def parse_q(text: str) -> Dict[str, Any]:
+    """``nvidia-smi -q`` (or ``-a``): the same facts as the XML, from the text form."""
+    tree = _q_tree(text)
+    out = _driver_fields(_q_get(tree, "KMD Version"), _q_get(tree, "CUDA UMD Version"),
+                         _q_get(tree, "Driver Version"), _q_get(tree, "CUDA Version"))
     attached = _int(_q_get(tree, "Attached GPUs"))
     gpus = []
     for key, node in tree:
