@@ -365,7 +365,10 @@ def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
         return EXIT_OK  # rank 0 writes
     if path is None:
         return EXIT_FAIL if args.strict else EXIT_OK
-    print(path)
+    if args.print_doc:
+        sys.stderr.write(path + "\n")  # stdout holds the manifest alone, for a pipe into jq
+    else:
+        print(path)
     if args.strict and problems:
         return EXIT_FAIL
     return EXIT_OK

@@ -509,3 +509,17 @@ def test_untracked_files_beyond_the_limits_are_counted_not_embedded(tmp_path, re
     assert [(f["path"], f["reason"]) for f in patch["skipped_untracked"]] == [
         ("f2.txt", "patch budget spent"), ("f3.txt", "patch budget spent"), ("f4.txt", "patch budget spent")]
     assert patch["untracked_over_limit"] == 3 and patch["restores_exactly"] is False
+
+
+def test_relaxrepro_outputs_in_the_tree_are_not_embedded_in_the_patch(tmp_path):
+    # The default output directory is the cwd: a second manifest must not carry the first one.
+    repo = make_repo(tmp_path / "r")
+    res = run_cli("generate", cwd=repo)  # into the repo itself, the default
+    first = json.loads((repo / os.path.basename(res.stdout.strip())).read_text())
+    (repo / "notes.txt").write_text("a real untracked file\n")
+    second = generate(tmp_path, cwd=repo)
+    patch = second["code"]["r"]["patch"]
+    assert patch["files"] == ["notes.txt"]
+    assert patch["relaxrepro_outputs"] == ["manifest_%s.json" % first["run_id"]]
+    assert patch["restores_exactly"] is True
+    assert second["code"]["r"]["untracked"]["count"] == 2

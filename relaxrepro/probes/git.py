@@ -247,9 +247,13 @@ class PatchParts:
     body: bytes = b""
     files: List[str] = field(default_factory=list)
     binary_untracked: List[Dict[str, Any]] = field(default_factory=list)
+    own_outputs: List[str] = field(default_factory=list)
     skipped_untracked: List[Dict[str, Any]] = field(default_factory=list)
     untracked_over_limit: int = 0
     incomplete: Optional[str] = None
+
+
+_OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
 
 
 def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
@@ -266,6 +270,11 @@ def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
         shown = show(name)
         if name.endswith(b"/"):
             parts.skipped_untracked.append({"path": shown, "size": None, "reason": "nested repository"})
+            continue
+        if _OWN_OUTPUT_RE.match(os.path.basename(name)):
+            # Our own manifests written into the tree (the default output directory is the cwd) are not
+            # part of the code: embedding them would make each manifest carry all the earlier ones.
+            parts.own_outputs.append(shown)
             continue
         try:
             st = os.lstat(path)
@@ -331,6 +340,8 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
         rec["binary_untracked"] = parts.binary_untracked
     if parts.skipped_untracked:
         rec["skipped_untracked"] = parts.skipped_untracked
+    if parts.own_outputs:
+        rec["relaxrepro_outputs"] = parts.own_outputs
     if parts.untracked_over_limit:
         rec["untracked_over_limit"] = parts.untracked_over_limit
     rec["restores_exactly"] = not (changed or parts.binary_untracked or parts.skipped_untracked
