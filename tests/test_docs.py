@@ -107,3 +107,16 @@ def test_the_checks_catch_what_they_look_for() -> None:
     text = "Run `relaxrepro frobnicate`.\n```sh\npython3 relaxrepro.pyz merge a b\n```\n~/.cache/relaxrepro/pyz here\n"
     assert _mentioned_subcommands(text) == {"frobnicate", "merge"}
     assert _headings("## a\n```\n## not a heading\n```\n### b\n") == {"##": 1, "###": 1}
+
+
+def test_pasted_output_holds_no_secrets_or_home_paths() -> None:
+    # The redactor itself, over every line of every code block: nothing in the guides may look like a
+    # credential or a home directory. (The example's made-up SLURM nodelist is an internal host name: allowed.)
+    from relaxrepro.redact import Redactor
+
+    for lang in GUIDES:
+        redactor = Redactor.for_environment({})
+        _, code = _split(_text(lang))
+        changed = [line for line in code if redactor.text(line) != line and "SLURM_JOB_NODELIST=" not in line]
+        fired = {rule: n for rule, n in redactor.counts.items() if rule != "internal-host"}
+        assert not changed and not fired, "%s guide: %s %s" % (lang, fired, changed[:3])
