@@ -144,6 +144,7 @@ PY
 show api 'PYTHONPATH=../relaxrepro.pyz python3 train_api.py --lr 0.01 --seed 7 && jq -c "{run_id, resolved: .config.resolved_args, source: .config.resolved_args_source, lineage, outcome}" ../runs/api/manifest_*.json'
 echo '{"git_commit": "cfef71288ec6e797aefb3b0e388a20bee888103b", "has_uncommitted_changes": false, "python_version": "3.10.12", "hyperparams": {"lr": 0.001}, "seed": 42, "metrics": {"loss": 1.93}}' > ../runs/old_tracker.json
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['schema_version']='1.7'; d['energy']={'kwh': 3.2}; json.dump(d,open('../runs/newer_minor.json','w'))" "$M1"
+show legacy_src 'cat ../runs/old_tracker.json; jq -c "{schema_version, energy}" ../runs/newer_minor.json'
 show legacy 'relaxrepro diff ../runs/old_tracker.json '"$M1"' | tail -4; relaxrepro diff --json ../runs/newer_minor.json '"$M1"' | head -c 600'
 show badrunid 'relaxrepro generate --run-id "../x"'
 show v2 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d[\"schema_version\"]=\"2.0\"; json.dump(d,open(\"../runs/future.json\",\"w\"))" '"$M1"' && relaxrepro check ../runs/future.json; relaxrepro diff ../runs/future.json '"$M1"
