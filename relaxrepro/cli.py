@@ -298,7 +298,7 @@ def _record(args: argparse.Namespace, command: List[str], env: dict, verb: str
     rank = _rank(env)
     if rank not in (None, 0) and not args.all_ranks:
         return None, None, None, []  # under a multi-rank launcher only rank 0 writes
-    if args.run_id is None and env.get("RELAXREPRO_RUN_ID") and verb == "generate":
+    if args.run_id is None and env.get("RELAXREPRO_RUN_ID"):
         args.run_id = env["RELAXREPRO_RUN_ID"]  # shared with every node's --node-report, so merge can match them
     if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
         sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"

@@ -378,7 +378,8 @@ def render_ancestry(result: Dict[str, Any], *, cwd: str = ".") -> str:
 def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
     """One line: what changed from ``old`` to ``new`` in code, args, env, packages and GPUs.
 
-    Stand-in until ``relaxrepro/diff.py`` (issue 8) lands: swap for its summary line then.
+    More specific than ``diff``'s summary line (which counts changes per category): an ancestry
+    reads best with the values themselves, ``lr 0.001 -> 0.0003``.
     """
     from .index import _gpu_cell, repos, short
 
@@ -391,7 +392,7 @@ def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
         if a is None or b is None:
             code.append("%s %s" % (name, "added" if a is None else "removed"))
         elif a["commit"] != b["commit"] or bool(a["dirty"]) != bool(b["dirty"]):
-            code.append("%s %s%s->%s%s" % (name, short(a["commit"]), "*" if a["dirty"] else "",
+            code.append("%s %s%s -> %s%s" % (name, short(a["commit"]), "*" if a["dirty"] else "",
                                            short(b["commit"]), "*" if b["dirty"] else ""))
     if code:
         parts.append("code: " + ", ".join(code))
@@ -399,11 +400,11 @@ def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
                          ("packages", ("environment", "packages"))):
         changed = _changed(_get(old, where), _get(new, where))
         if changed:
-            shown = ["%s %s->%s" % (k, _cell(a), _cell(b)) for k, a, b in changed[:3]]
+            shown = ["%s %s -> %s" % (k, _cell(a), _cell(b)) for k, a, b in changed[:3]]
             more = " (+%d more)" % (len(changed) - 3) if len(changed) > 3 else ""
             parts.append("%s: %s%s" % (label, ", ".join(shown), more))
     if _gpu_cell(old) != _gpu_cell(new):
-        parts.append("gpus: %s->%s" % (_gpu_cell(old), _gpu_cell(new)))
+        parts.append("gpus: %s -> %s" % (_gpu_cell(old), _gpu_cell(new)))
     return "; ".join(parts) if parts else "no change in code, args, env, packages or GPUs"
 
 

@@ -55,16 +55,16 @@ def test_unsafe_run_id_is_a_usage_error(tmp_path, bad):
 
 @pytest.mark.parametrize("var", ["RANK", "SLURM_PROCID"])
 def test_only_rank_zero_writes(tmp_path, var):
-    res = run_cli("generate", "--output-dir", str(tmp_path), env=clean_env(**{var: "3"}))
+    res = run_cli("generate", "--output-dir", str(tmp_path), env=clean_env(**{var: "3"}), cwd=tmp_path)
     assert res.returncode == 0 and res.stdout == "" and res.stderr == "" and os.listdir(tmp_path) == []
-    res = run_cli("generate", "--output-dir", str(tmp_path), env=clean_env(**{var: "0"}))
+    res = run_cli("generate", "--output-dir", str(tmp_path), env=clean_env(**{var: "0"}), cwd=tmp_path)
     assert res.returncode == 0 and len(os.listdir(tmp_path)) == 1
 
 
 def test_rank_precedence_and_all_ranks(tmp_path):
-    res = run_cli("generate", "--output-dir", str(tmp_path), env=clean_env(RANK="0", SLURM_PROCID="5"))
+    res = run_cli("generate", "--output-dir", str(tmp_path), env=clean_env(RANK="0", SLURM_PROCID="5"), cwd=tmp_path)
     assert len(os.listdir(tmp_path)) == 1, res.stderr
-    res = run_cli("generate", "--output-dir", str(tmp_path), "--all-ranks", env=clean_env(RANK="2"))
+    res = run_cli("generate", "--output-dir", str(tmp_path), "--all-ranks", env=clean_env(RANK="2"), cwd=tmp_path)
     files = os.listdir(tmp_path)
     assert res.returncode == 0 and len(files) == 2
     assert json.loads(open(res.stdout.strip()).read())["runtime"]["rank"] == 2
@@ -72,7 +72,7 @@ def test_rank_precedence_and_all_ranks(tmp_path):
 
 def test_unwritable_directory_is_best_effort_unless_strict(tmp_path):
     missing = tmp_path / "no" / "such"
-    res = run_cli("generate", "--output-dir", str(missing))
+    res = run_cli("generate", "--output-dir", str(missing), cwd=tmp_path)
     assert res.returncode == 0 and res.stdout == ""
     assert "could not write" in res.stderr and "directory does not exist" in res.stderr
     res = run_cli("generate", "--output-dir", str(missing), "--strict")
@@ -80,9 +80,9 @@ def test_unwritable_directory_is_best_effort_unless_strict(tmp_path):
 
 
 def test_output_path_that_is_a_directory(tmp_path):
-    res = run_cli("generate", "--output", str(tmp_path))
+    res = run_cli("generate", "--output", str(tmp_path), cwd=tmp_path)
     assert res.returncode == 0 and "is a directory" in res.stderr
-    assert run_cli("generate", "--output", str(tmp_path), "--strict").returncode == 1
+    assert run_cli("generate", "--output", str(tmp_path), "--strict", cwd=tmp_path).returncode == 1
 
 
 def test_hanging_git_that_ignores_sigterm_cannot_block_generate(tmp_path, repo):

@@ -197,7 +197,7 @@ def test_lineage_shows_the_chain_oldest_first_with_what_changed(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [
         "A  2026-01-01 00:00  runs/A/manifest_A.json",
-        "  | explicit: code: repo 1111111->2222222*; args: lr 0.1->0.2",
+        "  | explicit: code: repo 1111111 -> 2222222*; args: lr 0.1 -> 0.2",
         "B  2026-01-02 00:00  runs/B/manifest_B.json",
         "  | load: no change in code, args, env, packages or GPUs",
         "C  2026-01-03 00:00  runs/C/manifest_C.json",

@@ -470,3 +470,14 @@ def test_stale_address_file_never_asks_a_dashboard(tmp_path, dashboard):
     root = fake_root(tmp_path, pids=[HEAD_PID], address_file="127.0.0.1:6399")
     out = ray.collect(_ctx(root, tmp_path / "bin", dashboard=True, port=_port(dashboard)))
     assert out.data["runtime"]["ray"].get("source") == "proc" and out.data["runtime"]["mode"] == "unknown"
+
+
+def test_raylets_of_another_user_are_not_this_runs_cluster(tmp_path):
+    # On a shared machine another user's cluster is visible in /proc but is not ours to record.
+    import os
+
+    root = fake_root(tmp_path, pids=[HEAD_PID])
+    ctx = Context(env={"PATH": str(tmp_path / "bin")}, root=str(root))
+    assert len(ray.scan_raylets(ctx)) == 1
+    os.chown(root / "proc" / HEAD_PID, 12345, 12345)
+    assert ray.scan_raylets(ctx) == []

@@ -36,8 +36,8 @@ INPUT_KEYS = frozenset({
     "init_from", "resume_from_checkpoint", "base_model", "model_dir",
     # tokenizers
     "tokenizer_path", "tokenizer_model", "tokenizer_name_or_path", "tokenizer_dir", "vocab_file", "merge_file",
-    # data
-    "prompt_data", "eval_prompt_data", "data_path", "train_data", "valid_data", "test_data", "eval_data",
+    # data (a bare --data is common too: ultralytics' --data coco.yaml, many scripts' --data DIR)
+    "data", "prompt_data", "eval_prompt_data", "data_path", "train_data", "valid_data", "test_data", "eval_data",
     "train_data_path", "valid_data_path", "dataset", "dataset_name", "dataset_path", "data_dir", "train_files",
     "val_files", "train_file", "validation_file", "data_files", "train_dataset", "eval_dataset",
 })

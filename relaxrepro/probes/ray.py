@@ -359,6 +359,8 @@ def scan_raylets(ctx: Context, limit: int = 100000) -> List[Dict[str, Any]]:
     except OSError:
         return []
     found = []
+    my_net = _net_namespace(ctx.path("/proc/self/ns/net"))
+    my_uid = os.geteuid() if hasattr(os, "geteuid") else None
     for name in sorted(names)[:limit]:
         if not name.isdigit():
             continue
@@ -366,9 +368,30 @@ def scan_raylets(ctx: Context, limit: int = 100000) -> List[Dict[str, Any]]:
         if not raw or "raylet" not in raw:
             continue
         node = parse_raylet_cmdline([a for a in raw.split("\0") if a])
-        if node is not None:
-            found.append(node)
+        if node is None or not _ours(ctx, name, my_uid, my_net):
+            continue
+        found.append(node)
     return found
+
+
+def _net_namespace(path: str) -> Optional[int]:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _ours(ctx: Context, pid: str, my_uid: Optional[int], my_net: Optional[int]) -> bool:
+    """A raylet of another user, or in another network namespace (another container's or a test's
+    private cluster), is not the cluster this run can use: on a shared machine it must not be recorded."""
+    try:
+        owner = os.stat(ctx.path("/proc", pid)).st_uid
+    except OSError:
+        return False
+    if my_uid is not None and owner != my_uid:
+        return False
+    theirs = _net_namespace(ctx.path("/proc", pid, "ns", "net"))
+    return my_net is None or theirs is None or theirs == my_net
 
 
 def _dist_version(ctx: Context, raylet_exe: str) -> Optional[str]:
