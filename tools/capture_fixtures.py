@@ -50,6 +50,8 @@ COMMANDS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
     ("nvidia/proc_version", ".txt", ("cat", nvidia.PROC_VERSION)),
     ("rocm", "__amd-smi-static.txt", ("amd-smi", "static", "--json")),
     ("rocm", "__rocm-smi.txt", ("rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json")),
+    ("cuda/nvcc", ".txt", ("nvcc", "--version")),
+    ("cuda/ldconfig", "__ldconfig_p.txt", ("ldconfig", "-p")),
 )
 
 _UUID_RE = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
