@@ -175,7 +175,7 @@ def test_no_ray_means_local_and_no_subprocess(tmp_path):
     _recording_ray(tmp_path / "bin", log)
     out = ray.collect(_ctx(fake_root(tmp_path), tmp_path / "bin"))
     assert out.status == "absent"
-    assert out.data == {"runtime": {"mode": "local", "node_count": 0}}
+    assert out.data == {"runtime": {"mode": "local", "node_count": 1}}
     assert not log.exists(), "ray was called although nothing hinted at a cluster"
 
 

@@ -548,7 +548,8 @@ def _same_cluster(summary: Dict[str, Any], hints: Dict[str, Any]) -> bool:
 def collect(ctx: Context) -> Outcome:
     hints = detect(ctx)
     if not hints:
-        return Outcome(data={"runtime": {"mode": "local", "node_count": 0}}, status="absent")
+        # No cluster: the run is on this one machine (node_count counts machines, not Ray nodes).
+        return Outcome(data={"runtime": {"mode": "local", "node_count": 1}}, status="absent")
     out = Outcome()
     raylets = hints.get("raylets", [])
     ray_info: Dict[str, Any] = {"address": hints.get("address"), "address_source": hints.get("address_source")}
