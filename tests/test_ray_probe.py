@@ -470,3 +470,28 @@ def test_stale_address_file_never_asks_a_dashboard(tmp_path, dashboard):
     root = fake_root(tmp_path, pids=[HEAD_PID], address_file="127.0.0.1:6399")
     out = ray.collect(_ctx(root, tmp_path / "bin", dashboard=True, port=_port(dashboard)))
     assert out.data["runtime"]["ray"].get("source") == "proc" and out.data["runtime"]["mode"] == "unknown"
+
+
+def _netns_links(root: Path, **by_pid: str) -> None:
+    for pid, ns in by_pid.items():
+        (root / "proc" / pid / "ns").mkdir(parents=True, exist_ok=True)
+        (root / "proc" / pid / "ns" / "net").symlink_to(ns)
+
+
+def test_loopback_raylets_of_another_network_namespace_are_not_ours(tmp_path):
+    # Another container's or test sandbox's cluster on 127.0.0.1 is unreachable from here: no CLI call.
+    root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID])
+    _netns_links(root, self="net:[4026531833]", **{HEAD_PID: "net:[4026532999]", WORKER_PID: "net:[4026532999]"})
+    ctx = Context(env={"PATH": str(tmp_path / "nobin")}, root=str(root))
+    assert ray.detect(ctx) == {}
+    out = ray.collect(ctx)
+    assert out.status == "absent" and out.data == {"runtime": {"mode": "local", "node_count": 0}}
+
+
+def test_raylets_of_our_namespace_or_a_routable_address_are_kept(tmp_path):
+    root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID])
+    _netns_links(root, self="net:[4026531833]", **{HEAD_PID: "net:[4026531833]", WORKER_PID: "net:[4026532999]"})
+    cmdline = root / "proc" / WORKER_PID / "cmdline"
+    cmdline.write_bytes(cmdline.read_bytes().replace(b"127.0.0.1:6379", b"10.1.2.3:6379"))
+    got = ray.scan_raylets(Context(env={}, root=str(root)))
+    assert [(r["role"], r["gcs_address"]) for r in got] == [("head", "127.0.0.1:6379"), ("worker", "10.1.2.3:6379")]
