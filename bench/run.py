@@ -43,6 +43,7 @@ ROOT = _setup.ROOT
 CASES = [
     ("floor-isS", "floor", "floor: python -I -S -c pass"),
     ("floor-c", "floor", "floor: python -c pass"),
+    ("floor-ml", "floor ml", "floor: ML venv python -c pass (no system site-packages .pth)"),
     ("pyz-version", "pyz", "pyz --version"),
     ("pkg-version", "pyz", "package --version"),
     ("pyz-cold", "pyz", "pyz generate, small repo, cold (first run: unpack + compile; 1 run)"),
@@ -212,6 +213,7 @@ def main(argv=None) -> int:
         if ml:
             mlpy = _setup.venv_python(ml)
             ml_env = dict(env, PATH="%s:%s" % (os.path.join(ml, "bin"), env.get("PATH", "")))
+            add("floor-ml", [mlpy, "-c", "pass"], ml_env)
             add("ml-generate", [mlpy, pyz] + gen + train, ml_env, repo)
             add("collect-env", [mlpy, "-m", "torch.utils.collect_env"], ml_env)
             add("pip-freeze", [mlpy, "-m", "pip", "freeze"], ml_env)
@@ -263,7 +265,7 @@ def main(argv=None) -> int:
                     shown = subprocess.run(ray_cluster.argv(mlpy, pyz, "generate", "--print", "--output-dir", out),
                                            env=renv, cwd=repo, capture_output=True, text=True, timeout=60)
                     try:
-                        doc = json.loads(shown.stdout)
+                        doc = json.JSONDecoder().raw_decode(shown.stdout)[0]  # the manifest, then its path
                         rp = doc["collection"]["probes"].get("ray", {})
                         ray = doc.get("runtime", {}).get("ray", {})
                         versions["ray_probe"] = "status %s, %.2f s, mode %s, %s node(s), version %s" % (
