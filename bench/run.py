@@ -267,10 +267,10 @@ def main(argv=None) -> int:
                     try:
                         doc = json.JSONDecoder().raw_decode(shown.stdout)[0]  # the manifest, then its path
                         rp = doc["collection"]["probes"].get("ray", {})
-                        ray = doc.get("runtime", {}).get("ray", {})
-                        versions["ray_probe"] = "status %s, %.2f s, mode %s, %s node(s), version %s" % (
-                            rp.get("status"), rp.get("seconds") or 0, ray.get("mode"), ray.get("node_count"),
-                            ray.get("version"))
+                        rt = doc.get("runtime", {})
+                        versions["ray_probe"] = "status %s, %.2f s, mode %s, %s node(s), version %s, source %s" % (
+                            rp.get("status"), rp.get("seconds") or 0, rt.get("mode"), rt.get("node_count"),
+                            rt.get("ray", {}).get("version"), rt.get("ray", {}).get("source"))
                     except (ValueError, KeyError, TypeError):
                         versions["ray_probe"] = "unreadable: %s" % shown.stderr[-300:]
                 run_rounds(rcases, rounds, results)
