@@ -5,8 +5,11 @@ Usage: python bench/run.py [--quick] [--json OUT] [--markdown OUT] [--only CASES
 
 Each case is a fresh process (fork/exec + os.wait4 for per-child rusage), timed after one warm-up, every
 case run once per round in turn, so a burst of load on a shared machine slows all of them alike. A budget
-that compares two commands uses the median of the per-round ratios. Interpreters are the real binaries
-(os.path.realpath; a venv's bin/python is the venv's own symlink), never pyenv shims.
+that compares two commands uses the median of the per-round ratios. CPU ms is user+sys of the process and its
+children; peak RSS comes from GNU time. PYTHONDONTWRITEBYTECODE is removed (but for the case that sets it), the
+package is byte-compiled first as pip would, and the .pyz cache is a fresh temp dir (its first run is
+reported). Interpreters are the real binaries (os.path.realpath; a venv's bin/python is the venv's own
+symlink), never pyenv shims; `python` in the recorded command resolves to that binary's directory.
 
 Slow fixtures are built once and reused under bench/.cache (or $RELAXREPRO_BENCH_CACHE): the ML venv
 (torch 2.13.0 CPU, numpy, scipy, pandas, transformers, datasets, accelerate, pyarrow, ray[default]), the
