@@ -207,6 +207,20 @@ def _current() -> Interpreter:
     )
 
 
+def _sibling_of_current(executable: str) -> bool:
+    """``bin/python`` while we run as ``bin/python3.11``: the same binary reached from the same directory
+    is the same interpreter with the same prefix, so asking it in a child (50-70 ms where a site ``.pth``
+    imports certifi) tells nothing new. Another directory may be a venv of it: that one is asked."""
+    here = os.path.abspath(sys.executable)
+    there = os.path.abspath(executable)
+    if os.path.dirname(here) != os.path.dirname(there):
+        return False
+    try:
+        return os.path.realpath(here) == os.path.realpath(there)
+    except OSError:
+        return False
+
+
 def describe(ctx: Context, executable: str, *, source: str) -> Interpreter:
     """Ask another interpreter for its version and sys.path (one child process, under budget)."""
     # Compare unresolved paths: a venv's bin/python is a symlink to the base interpreter, so
@@ -214,6 +228,10 @@ def describe(ctx: Context, executable: str, *, source: str) -> Interpreter:
     if os.path.abspath(executable) == os.path.abspath(sys.executable):
         cur = _current()
         cur.source = source
+        return cur
+    if _sibling_of_current(executable):
+        cur = _current()
+        cur.executable, cur.source = os.path.abspath(executable), source
         return cur
     from . import proc
 

@@ -87,6 +87,24 @@ def test_stand_in_cudnn_libraries(tmp_path):
     assert hw["cuda"]["raw"]["cudnn"] == 90100
 
 
+def test_search_reads_each_directory_once_and_finds_what_glob_would(tmp_path, monkeypatch):
+    ld = tmp_path / "ld"
+    ld.mkdir()
+    for name in ("libcudart.so.12", "libcudart-d0da41ae.so.11.0", "libcudart_static.a", "libcudnn_ops.so.9",
+                 "libnccl.so.2", "libnccl-net.so", "notlibnccl.so.2"):
+        (ld / name).write_bytes(b"\0")
+    listed = []
+    real = cuda.os.listdir
+    monkeypatch.setattr(cuda.os, "listdir", lambda d: listed.append(d) or real(d))
+    ctx = make_ctx(tmp_path, interpreter=interp([]), env={"LD_LIBRARY_PATH": str(ld)}, root=str(tmp_path / "r"))
+    listings: dict = {}
+    found = cuda.search(ctx, interp([]), None, listings)
+    cuda.search(ctx, interp([]), {}, listings)
+    assert found["cudart"] == [str(ld / "libcudart.so.12"), str(ld / "libcudart-d0da41ae.so.11.0")]
+    assert found["nccl"] == [str(ld / "libnccl.so.2"), str(ld / "libnccl-net.so")] and found["cudnn"] == []
+    assert len(listed) == len(set(listed)) and str(ld) in listed
+
+
 def test_a_library_returning_an_error_falls_through_to_the_next(tmp_path):
     build_so("nccl_err", tmp_path / "first" / "libnccl.so.2")
     build_so("nccl_old", tmp_path / "second" / "libnccl.so.2")

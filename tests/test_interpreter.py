@@ -144,3 +144,43 @@ def test_an_old_training_interpreter_is_described_too(tmp_path):
     got = interpreter.resolve(make_ctx(tmp_path, argv=[str(old), "train.py"]))
     assert (got.source, got.version, got.implementation) == ("command", "2.7.18", "cpython")
     assert got.site_dirs
+
+
+def _siblings_of_current() -> list:
+    here = os.path.abspath(sys.executable)
+    d = os.path.dirname(here)
+    return [os.path.join(d, n) for n in sorted(os.listdir(d))
+            if os.path.join(d, n) != here and os.path.realpath(os.path.join(d, n)) == os.path.realpath(here)]
+
+
+def test_a_sibling_name_of_the_current_binary_is_the_current_interpreter(tmp_path, monkeypatch):
+    siblings = _siblings_of_current()
+    if not siblings:
+        pytest.skip("no python/python3 link beside %s" % sys.executable)
+
+    def no_child(*a, **k):
+        raise AssertionError("asked a child interpreter for the current one")
+
+    monkeypatch.setattr("relaxrepro.proc.run_python", no_child)
+    got = interpreter.resolve(make_ctx(tmp_path, argv=[siblings[0], "train.py"]))
+    assert (got.source, got.executable) == ("command", siblings[0])
+    assert got.version == "%d.%d.%d" % sys.version_info[:3] and got.prefix == sys.prefix
+
+
+def test_the_same_binary_from_another_directory_is_still_asked(tmp_path, monkeypatch):
+    # A venv's bin/python is a link to the base binary, yet its prefix and packages are the venv's.
+    link = tmp_path / "venv" / "bin" / "python"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(os.path.realpath(sys.executable))
+    from relaxrepro import proc
+
+    asked = []
+    real = proc.run_python
+
+    def spy(python, *a, **k):
+        asked.append(python)
+        return real(python, *a, **k)
+
+    monkeypatch.setattr("relaxrepro.proc.run_python", spy)
+    got = interpreter.resolve(make_ctx(tmp_path, argv=[str(link), "train.py"]))
+    assert asked == [str(link)] and got.source == "command" and got.version

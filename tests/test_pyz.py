@@ -111,6 +111,20 @@ def test_pyz_unpacks_once_into_a_private_cache_for_bytecode(tmp_path, pyz):
     assert list((build / "relaxrepro" / "__pycache__").glob("cli.*.pyc"))
 
 
+def test_pyz_has_bytecode_even_when_imports_may_not_write_it(tmp_path, pyz):
+    # PYTHONDONTWRITEBYTECODE=1 is common in container images; without bytecode every run recompiles.
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        res = _run_pyz(pyz, "generate", "--output-dir", str(tmp_path), RELAXREPRO_CACHE_DIR=str(cache),
+                       PYTHONDONTWRITEBYTECODE="1")
+        assert res.returncode == 0, res.stderr
+    (build,) = (cache / "pyz").iterdir()
+    tag = __import__("sys").implementation.cache_tag
+    assert (build / (".compiled-" + tag)).exists()
+    assert list((build / "relaxrepro" / "__pycache__").glob("cli.%s.pyc" % tag))
+    assert list((build / "relaxrepro" / "probes" / "__pycache__").glob("git.%s.pyc" % tag))
+
+
 @pytest.mark.parametrize("case", ["unwritable", "foreign-owned", "disabled"])
 def test_pyz_runs_from_the_zip_when_the_cache_is_unusable(tmp_path, pyz, case):
     cache = tmp_path / "cache"

@@ -481,3 +481,54 @@ def test_raylets_of_another_user_are_not_this_runs_cluster(tmp_path):
     assert len(ray.scan_raylets(ctx)) == 1
     os.chown(root / "proc" / HEAD_PID, 12345, 12345)
     assert ray.scan_raylets(ctx) == []
+def _netns_links(root: Path, **by_pid: str) -> None:
+    for pid, ns in by_pid.items():
+        (root / "proc" / pid / "ns").mkdir(parents=True, exist_ok=True)
+        (root / "proc" / pid / "ns" / "net").symlink_to(ns)
+
+
+def test_loopback_raylets_of_another_network_namespace_are_not_ours(tmp_path):
+    # Another container's or test sandbox's cluster on 127.0.0.1 is unreachable from here: no CLI call.
+    root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID])
+    _netns_links(root, self="net:[4026531833]", **{HEAD_PID: "net:[4026532999]", WORKER_PID: "net:[4026532999]"})
+    ctx = Context(env={"PATH": str(tmp_path / "nobin")}, root=str(root))
+    assert ray.detect(ctx) == {}
+    out = ray.collect(ctx)
+    assert out.status == "absent" and out.data == {"runtime": {"mode": "local", "node_count": 1}}
+
+
+def test_raylets_of_our_namespace_or_a_routable_address_are_kept(tmp_path):
+    root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID])
+    _netns_links(root, self="net:[4026531833]", **{HEAD_PID: "net:[4026531833]", WORKER_PID: "net:[4026532999]"})
+    cmdline = root / "proc" / WORKER_PID / "cmdline"
+    cmdline.write_bytes(cmdline.read_bytes().replace(b"127.0.0.1:6379", b"10.1.2.3:6379"))
+    got = ray.scan_raylets(Context(env={}, root=str(root)))
+    assert [(r["role"], r["gcs_address"]) for r in got] == [("head", "127.0.0.1:6379"), ("worker", "10.1.2.3:6379")]
+
+
+def _console_script_venv(tmp_path: Path, shebang: str, versions=("2.60.0",)) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    script = venv / "bin" / "ray"
+    script.write_text(shebang.format(venv=venv) + "\nimport sys\nfrom ray.scripts.scripts import main\n")
+    script.chmod(0o755)
+    for v in versions:
+        (venv / "lib" / "python3.11" / "site-packages" / ("ray-%s.dist-info" % v)).mkdir(parents=True)
+    return venv
+
+
+def test_cli_version_is_read_from_the_console_scripts_own_install(tmp_path):
+    # `ray --version` imports Ray (~1-3 s); pip's console script tells which install it runs.
+    venv = _console_script_venv(tmp_path, "#!{venv}/bin/python3.11")
+    assert ray._cli_dist_version(Context(env={"PATH": str(venv / "bin")})) == "2.60.0"
+
+
+@pytest.mark.parametrize("shebang,versions", [
+    ("#!/usr/bin/python3", ("2.60.0",)),  # another prefix's interpreter: its site-packages are elsewhere
+    ("#!/bin/sh", ("2.60.0",)),  # a wrapper
+    ("#!{venv}/bin/python3.11", ("2.60.0", "2.9.3")),  # two installs: which one is not known
+    ("#!{venv}/bin/python3.11", ()),
+], ids=["foreign-python", "wrapper", "two-installs", "no-dist-info"])
+def test_cli_version_unknown_from_the_install_means_asking_the_cli(tmp_path, shebang, versions):
+    venv = _console_script_venv(tmp_path, shebang, versions)
+    assert ray._cli_dist_version(Context(env={"PATH": str(venv / "bin")})) is None

@@ -60,6 +60,15 @@ def _use_unpacked_copy():
             return  # never import code from a directory someone else controls
         if st.st_mode & 0o022:
             return
+        tag = getattr(sys.implementation, "cache_tag", None)
+        if sys.dont_write_bytecode and tag and not os.path.exists(os.path.join(final, ".compiled-" + tag)):
+            # PYTHONDONTWRITEBYTECODE=1 (set in many container images' Dockerfiles) stops imports from
+            # writing __pycache__, so every run would compile the package again (~200 ms); reading
+            # bytecode is still allowed, so compile this private copy once, explicitly.
+            import compileall
+
+            if compileall.compile_dir(os.path.join(final, "relaxrepro"), quiet=2):
+                open(os.path.join(final, ".compiled-" + tag), "w").close()
         sys.path.insert(0, final)
     except Exception:
         return

@@ -11,6 +11,7 @@ disagreements (including the GPU probe's driver CUDA) are found by the ``cuda-co
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import json
 import os
@@ -175,10 +176,24 @@ def parse_child(text: str) -> Tuple[Dict[str, Dict[str, Any]], List[Dict[str, st
 
 # -- where the libraries are ---------------------------------------------------------------------------
 
-def _glob_lib(directory: str, kind: str) -> List[str]:
+def _glob_lib(directory: str, kind: str, listings: Optional[Dict[str, List[str]]] = None) -> List[str]:
     # libnccl.so.2, and torch 1.x's bundled libcudart-<hash>.so.11.0; not libcudnn_ops.so.9 & co.
-    base = os.path.join(glob.escape(directory), _FILES[kind])
-    return sorted(glob.glob(base + ".so*")) + sorted(glob.glob(base + "-*.so*"))
+    # What glob(<dir>/libX.so*) + glob(<dir>/libX-*.so*) return, from one listing of each directory per
+    # collection: three kinds x two patterns x two searches re-read /usr/lib/x86_64-linux-gnu (~1,000
+    # entries) twelve times otherwise.
+    if listings is None:
+        listings = {}
+    names = listings.get(directory)
+    if names is None:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            names = []
+        listings[directory] = names
+    base = _FILES[kind]
+    plain = [n for n in names if fnmatch.fnmatchcase(n, base + ".so*")]
+    hashed = [n for n in names if fnmatch.fnmatchcase(n, base + "-*.so*")]
+    return [os.path.join(directory, n) for n in plain + hashed]
 
 
 def _sort_libs(paths: List[str]) -> List[str]:
@@ -187,9 +202,12 @@ def _sort_libs(paths: List[str]) -> List[str]:
 
 
 def search(
-    ctx: Context, interp: interpreter.Interpreter, ldconfig: Optional[Dict[str, List[str]]]
+    ctx: Context, interp: interpreter.Interpreter, ldconfig: Optional[Dict[str, List[str]]],
+    listings: Optional[Dict[str, List[str]]] = None,
 ) -> Dict[str, List[str]]:
-    """Candidate library paths per kind, in the order the training would most likely load them."""
+    """Candidate library paths per kind, in the order the training would most likely load them
+    (``listings``: directory contents already read, shared between calls)."""
+    listings = {} if listings is None else listings
     dirs: List[str] = []
     for site in interp.site_dirs:
         dirs.append(os.path.join(site, "torch", "lib"))
@@ -200,12 +218,12 @@ def search(
     found: Dict[str, List[str]] = {k: [] for k in LIBRARIES}
     for kind in LIBRARIES:
         for d in dirs:
-            found[kind].extend(_sort_libs(_glob_lib(d, kind)))
+            found[kind].extend(_sort_libs(_glob_lib(d, kind, listings)))
         for soname, paths in sorted((ldconfig or {}).items()):
             if soname.startswith(_FILES[kind] + ".so"):
                 found[kind].extend(ctx.path(p) for p in paths)
         for d in STANDARD_DIRS:
-            found[kind].extend(_sort_libs(_glob_lib(ctx.path(d), kind)))
+            found[kind].extend(_sort_libs(_glob_lib(ctx.path(d), kind, listings)))
         seen = set()
         unique = []
         for p in found[kind]:
@@ -283,11 +301,12 @@ def _nvcc(ctx: Context, out: Outcome) -> Dict[str, str]:
 def collect(ctx: Context) -> Outcome:
     out = Outcome()
     interp = interpreter.resolve(ctx)
-    candidates = search(ctx, interp, None)
+    listings: Dict[str, List[str]] = {}
+    candidates = search(ctx, interp, None, listings)
     if not all(candidates.values()):
         ldconfig = _ldconfig(ctx, out)
         if ldconfig:
-            candidates = search(ctx, interp, ldconfig)
+            candidates = search(ctx, interp, ldconfig, listings)
     answers = probe_libraries(ctx, candidates, out)
 
     cuda: Dict[str, Any] = {}
