@@ -726,11 +726,10 @@ def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, stric
             env: Optional[Mapping[str, str]] = None) -> int:
     """The subcommand: 0 compatible, 1 any FAIL (``strict``: any WARN), 2 unreadable manifest."""
     env = dict(os.environ if env is None else env)
-    try:
-        rec, warnings = compare.read_document(path)
-    except compare.ManifestError as exc:
-        sys.stderr.write("relaxrepro check: %s: %s\n" % (safe_text(path), safe_text(exc)))
+    read = compare.read_or_report("check", path)
+    if read is None:
         return 2
+    rec, warnings = read
     report = evaluate(rec, repos=repos, env=env)
     report.warnings = warnings + report.warnings
     for w in report.warnings:

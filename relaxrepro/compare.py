@@ -9,9 +9,10 @@ nothing here imports a probe, the writer or the manifest assembler.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from .schema import ManifestError, read_manifest_file  # noqa: F401 - re-exported for the reading commands
+from .schema import ManifestError, read_manifest_file
 
 KEY_PACKAGES: Tuple[str, ...] = (
     "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "transformers",
@@ -35,6 +36,15 @@ def read_document(path: str) -> Tuple[Dict[str, Any], List[str]]:
     start-up time.
     """
     return read_manifest_file(path)
+
+
+def read_or_report(verb: str, path: str, stderr: Any = None) -> Optional[Tuple[Dict[str, Any], List[str]]]:
+    """Read ``path`` for subcommand ``verb``; an unreadable one gets one line on stderr and None (exit 2)."""
+    try:
+        return read_document(path)
+    except ManifestError as exc:
+        (stderr or sys.stderr).write("relaxrepro %s: %s: %s\n" % (verb, safe_text(path), safe_text(exc)))
+        return None
 
 
 # -- safe lookups -------------------------------------------------------------------------------

@@ -418,11 +418,10 @@ def run(old_path: str, new_path: str, *, as_json: bool = False, include_volatile
     docs = []
     warnings: List[str] = []
     for path in (old_path, new_path):
-        try:
-            doc, warns = compare.read_document(path)
-        except compare.ManifestError as exc:
-            stderr.write("relaxrepro diff: %s: %s\n" % (safe_text(path), safe_text(exc)))
+        read = compare.read_or_report("diff", path, stderr)
+        if read is None:
             return 2
+        doc, warns = read
         docs.append(doc)
         warnings.extend("%s: %s" % (path, w) for w in warns)
     for w in warnings:

@@ -323,11 +323,10 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
             env: Optional[Mapping[str, str]] = None) -> int:
     """The subcommand. Dry run: print the script (0). Confirm: the command's exit status, 2 when refused."""
     env = dict(os.environ if env is None else env)
-    try:
-        rec, warnings = compare.read_document(path)
-    except compare.ManifestError as exc:
-        sys.stderr.write("relaxrepro rerun: %s: %s\n" % (safe_text(path), safe_text(exc)))
+    read = compare.read_or_report("rerun", path)
+    if read is None:
         return 2
+    rec, warnings = read
     for w in warnings:
         sys.stderr.write("relaxrepro rerun: note: %s\n" % safe_text(w))
     try:

@@ -208,11 +208,10 @@ def restore(doc: Mapping[str, Any], manifest_path: str, into: str, *, sources: M
 def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> int:
     """The subcommand: 0 restored, 1 could not restore (nothing left behind), 2 unreadable manifest."""
     env = dict(os.environ if env is None else env)
-    try:
-        doc, warnings = compare.read_document(path)
-    except compare.ManifestError as exc:
-        sys.stderr.write("relaxrepro restore: %s: %s\n" % (safe_text(path), safe_text(exc)))
+    read = compare.read_or_report("restore", path)
+    if read is None:
         return 2
+    doc, warnings = read
     for w in warnings:
         sys.stderr.write("relaxrepro restore: note: %s\n" % safe_text(w))
     try:
