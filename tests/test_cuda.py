@@ -3,7 +3,9 @@ nvcc and ldconfig through fake executables, NGC variables, torch's build tag, an
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 
 import pytest
 from conftest import FIXTURES, clean_env, fake_tool, generate
@@ -12,6 +14,7 @@ from helpers_env import add_dist, build_so, cuda_python, cuda_site, interp, link
 from relaxrepro.probes import cuda
 
 NVCC = sorted((FIXTURES / "cuda" / "nvcc").glob("*.txt"))
+NVCC_12_5 = FIXTURES / "cuda" / "nvcc" / "feuyeux-hello-ai__cuda-12.5.txt"
 
 
 @pytest.mark.parametrize("value,expect", [(12090, "12.9"), (11080, "11.8"), (13000, "13.0"), (10010, "10.1"),
@@ -252,3 +255,111 @@ def test_generate_records_sources_and_disagreements(tmp_path):
     assert hw["cuda"]["sources"]["nccl_version"] == "libnccl (ncclGetVersion)"
     assert "CUDA runtime library 12.9 differs from image CUDA_VERSION 12.4" in hw["cuda"]["disagreements"]
     assert doc["collection"]["probes"]["cuda-consistency"]["status"] == "ok"
+
+
+# -- the cache of known library files ------------------------------------------------------------------------
+
+def _facts(tmp_path) -> dict:
+    path = tmp_path / ".cache" / "relaxrepro" / "facts-v1.json"  # make_ctx sets HOME=tmp_path
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _set_fact(tmp_path, prefix: str, value) -> None:
+    path = tmp_path / ".cache" / "relaxrepro" / "facts-v1.json"
+    data = json.loads(path.read_text())
+    keys = [k for k in data if k.startswith(prefix)]
+    assert len(keys) == 1, data
+    data[keys[0]] = value
+    path.write_text(json.dumps(data))
+
+
+def test_a_known_library_file_is_answered_from_the_cache_until_it_changes(tmp_path):
+    lib = build_so("nccl_old", tmp_path / "ld" / "libnccl.so.2")
+    ctx = lambda: make_ctx(tmp_path, interpreter=interp([]), env={"LD_LIBRARY_PATH": str(tmp_path / "ld")},  # noqa: E731
+                           root=str(tmp_path / "root"))
+    assert cuda.collect(ctx()).data["hardware"]["nccl_version"] == "2.7.8"
+    assert [v for k, v in _facts(tmp_path).items() if k.startswith("libversion|")] == [2708]
+    # The cached answer is what the next run reports (proved by planting another one for the same file)...
+    _set_fact(tmp_path, "libversion|%s|" % lib, 22105)
+    assert cuda.collect(ctx()).data["hardware"]["nccl_version"] == "2.21.5"
+    # ...until the file changes: a rebuilt library is asked again.
+    lib.unlink()
+    build_so("nccl_old", lib)
+    assert cuda.collect(ctx()).data["hardware"]["nccl_version"] == "2.7.8"
+
+
+def test_failures_are_not_remembered_and_an_earlier_candidate_is_still_asked_first(tmp_path):
+    build_so("nccl_err", tmp_path / "first" / "libnccl.so.2")
+    second = build_so("nccl_old", tmp_path / "second" / "libnccl.so.2")
+    env = {"LD_LIBRARY_PATH": "%s:%s" % (tmp_path / "first", tmp_path / "second")}
+    for _ in range(2):
+        out = cuda.collect(make_ctx(tmp_path, interpreter=interp([]), env=env, root=str(tmp_path / "root")))
+        assert out.data["hardware"]["nccl_version"] == "2.7.8"
+        assert any("ncclGetVersion returned error 5" in w for w in out.warnings)  # asked every time
+        assert [k.split("|")[1] for k in _facts(tmp_path) if k.startswith("libversion|")] == [str(second)]
+
+
+@pytest.mark.parametrize("setting", ["no-cache", "untrusted-dir", "corrupt", "not-a-directory"])
+def test_a_cache_that_is_off_or_unusable_only_costs_time(tmp_path, setting):
+    lib = build_so("nccl_old", tmp_path / "ld" / "libnccl.so.2")
+    cache = tmp_path / "c"
+    env = {"LD_LIBRARY_PATH": str(tmp_path / "ld"), "RELAXREPRO_CACHE_DIR": str(cache)}
+    if setting == "no-cache":
+        env["RELAXREPRO_NO_CACHE"] = "1"
+    elif setting == "untrusted-dir":
+        cache.mkdir(mode=0o755)
+        cache.chmod(0o777)
+        key = "libversion|%s" % __import__("relaxrepro.facts").facts.file_key(str(lib))
+        (cache / "facts-v1.json").write_text(json.dumps({key: 22105}))
+    elif setting == "corrupt":
+        cache.mkdir(mode=0o700)
+        (cache / "facts-v1.json").write_text("{not json")
+    else:
+        cache.write_text("a file where the directory should be")
+    out = cuda.collect(make_ctx(tmp_path, interpreter=interp([]), env=env, root=str(tmp_path / "root")))
+    assert out.status == "ok" and out.warnings == []
+    assert out.data["hardware"]["nccl_version"] == "2.7.8"  # never the planted 2.21.5
+    written = cache / "facts-v1.json"
+    if setting == "corrupt":
+        assert 2708 in json.loads(written.read_text()).values()  # replaced by a good one
+    elif setting != "not-a-directory":
+        assert written.exists() == (setting == "untrusted-dir")  # the planted file, left alone
+        if setting == "untrusted-dir":
+            assert list(json.loads(written.read_text()).values()) == [22105]
+
+
+def test_nvcc_output_is_remembered_only_for_a_real_binary(tmp_path):
+    text = NVCC_12_5.read_text()
+    src = tmp_path / "nvcc.c"
+    src.write_text("#include <stdio.h>\nint main(void) { fputs(%s, stdout); return 0; }\n" % json.dumps(text))
+    (tmp_path / "bin").mkdir()
+    try:
+        subprocess.run(["gcc", "-o", str(tmp_path / "bin" / "nvcc"), str(src)], check=True, capture_output=True)
+    except FileNotFoundError:
+        pytest.skip("gcc not available to build a stand-in nvcc")
+    ctx = lambda: make_ctx(tmp_path, interpreter=interp([]), root=str(tmp_path / "root"))  # noqa: E731
+    assert cuda.collect(ctx()).data["hardware"]["cuda"]["nvcc_full"] == "12.5.82"
+    _set_fact(tmp_path, "tool-output|nvcc --version|", text.replace("12.5.82", "12.5.99"))
+    assert cuda.collect(ctx()).data["hardware"]["cuda"]["nvcc_full"] == "12.5.99"
+    # A wrapper script's answer may depend on the environment: asked every time, never stored.
+    fake_tool(tmp_path / "bin2", "nvcc", "exec %s '%s'\n" % (shutil.which("cat"), NVCC_12_5))
+    before = _facts(tmp_path)
+    out = cuda.collect(make_ctx(tmp_path, interpreter=interp([]), root=str(tmp_path / "root"),
+                                env={"PATH": str(tmp_path / "bin2")}))
+    assert out.data["hardware"]["cuda"]["nvcc_full"] == "12.5.82"
+    assert _facts(tmp_path) == before
+
+
+def test_ldconfig_output_is_remembered_with_the_ld_so_cache_it_printed(tmp_path):
+    root = tmp_path / "root"
+    build_so("nccl_old", root / "opt" / "nccl" / "lib" / "libnccl.so.2")  # only ldconfig knows this place
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "ld.so.cache").write_bytes(b"glibc-ld.so.cache1.1 one")
+    fake_tool(tmp_path / "bin", "ldconfig",
+              "echo '1 libs found in cache'; echo '\tlibnccl.so.2 (libc6,x86-64) => /opt/nccl/lib/libnccl.so.2'\n")
+    ctx = lambda: make_ctx(tmp_path, interpreter=interp([]), root=str(root))  # noqa: E731
+    assert cuda.collect(ctx()).data["hardware"]["nccl_version"] == "2.7.8"
+    _set_fact(tmp_path, "tool-output|ldconfig -p|", {})
+    assert "nccl_version" not in cuda.collect(ctx()).data.get("hardware", {})  # the remembered listing was used
+    (root / "etc" / "ld.so.cache").write_bytes(b"glibc-ld.so.cache1.1 two, after an ldconfig run")
+    assert cuda.collect(ctx()).data["hardware"]["nccl_version"] == "2.7.8"

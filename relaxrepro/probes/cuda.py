@@ -19,7 +19,7 @@ import re
 import signal
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import interpreter, proc
+from .. import facts, interpreter, proc
 from ..context import Context, env_list
 from ..runner import Outcome
 from . import packages as packages_probe
@@ -191,8 +191,9 @@ def _glob_lib(directory: str, kind: str, listings: Optional[Dict[str, List[str]]
             names = []
         listings[directory] = names
     base = _FILES[kind]
-    plain = [n for n in names if fnmatch.fnmatchcase(n, base + ".so*")]
-    hashed = [n for n in names if fnmatch.fnmatchcase(n, base + "-*.so*")]
+    mine = [n for n in names if n.startswith(base)]  # a cheap cut before fnmatch over ~1,000 names
+    plain = [n for n in mine if fnmatch.fnmatchcase(n, base + ".so*")]
+    hashed = [n for n in mine if fnmatch.fnmatchcase(n, base + "-*.so*")]
     return [os.path.join(directory, n) for n in plain + hashed]
 
 
@@ -236,16 +237,28 @@ def search(
 
 
 def _ldconfig(ctx: Context, out: Outcome) -> Optional[Dict[str, List[str]]]:
-    tool = "ldconfig" if ctx.which("ldconfig") else None
+    tool = ctx.which("ldconfig")
     if tool is None and os.access(ctx.path("/sbin/ldconfig"), os.X_OK):
         tool = ctx.path("/sbin/ldconfig")
     if tool is None:
         return None
+    # `ldconfig -p` prints /etc/ld.so.cache: the same tool over the same cache file prints the same
+    # listing, of which only these libraries' entries are kept (the whole is ~40 KB on a workstation).
+    known = facts.for_context(ctx)
+    key = facts.file_key(tool)
+    cache_key = facts.file_key(ctx.path("/etc/ld.so.cache"))
+    key = None if key is None or cache_key is None else "ldconfig -p|%s|%s" % (key, cache_key)
+    listing = known.get("tool-output", key)
+    if isinstance(listing, dict):
+        return {k: [str(p) for p in v] for k, v in listing.items() if isinstance(v, list)}
     res = ctx.run([tool, "-p"], timeout=1.0)
     if not res.ok:
         out.warn("ldconfig -p: " + res.describe())
         return None
-    return parse_ldconfig(res.stdout)
+    ours = tuple(_FILES.values())
+    listing = {k: v for k, v in parse_ldconfig(res.stdout).items() if k.startswith(ours)}
+    known.put("tool-output", key, listing)
+    return listing
 
 
 def _signal_name(rc: Optional[int]) -> str:
@@ -257,14 +270,39 @@ def _signal_name(rc: Optional[int]) -> str:
     return "exit %s" % rc
 
 
+def _cached_versions(
+    known: facts.Facts, candidates: Dict[str, List[str]],
+) -> Tuple[Dict[str, Dict[str, Any]], Dict[str, List[str]]]:
+    """(answers known from the cache, candidates still to ask) per kind, in the child's order: the
+    candidates before the first cached one are asked first, as the child would have tried them."""
+    cached: Dict[str, Dict[str, Any]] = {}
+    ask: Dict[str, List[str]] = {}
+    for kind in LIBRARIES:
+        before: List[str] = []
+        for path in candidates.get(kind) or []:
+            value = known.get("libversion", facts.file_key(path))
+            if isinstance(value, int) and not isinstance(value, bool):
+                cached[kind] = {"path": path, "value": value}
+                break
+            before.append(path)
+        if before:
+            ask[kind] = before
+    return cached, ask
+
+
 def probe_libraries(ctx: Context, candidates: Dict[str, List[str]], out: Outcome) -> Dict[str, Dict[str, Any]]:
-    """Ask the candidates for their versions in one child interpreter; never raises."""
-    plan = [[k, candidates[k]] for k in LIBRARIES if candidates.get(k)]
+    """Each candidate's version, from the cache of known files or by asking the rest in one child
+    interpreter; never raises."""
+    known = facts.for_context(ctx)
+    cached, ask = _cached_versions(known, candidates)
+    plan = [[k, ask[k]] for k in LIBRARIES if ask.get(k)]
     if not plan:
-        return {}
+        return cached
     res = proc.run_python(proc.current_python(), _CHILD, timeout=min(ctx.budget(), _CHILD_TIMEOUT),
                           args=[json.dumps(plan)], env=ctx.env)
     answers, errors, pending = parse_child(res.stdout if isinstance(res.stdout, str) else "")
+    for got in answers.values():
+        known.put("libversion", facts.file_key(str(got["path"])), got["value"])
     for e in errors:
         out.warn("%s: %s" % (e["path"], e["error"]))
     if not res.ok:
@@ -273,14 +311,24 @@ def probe_libraries(ctx: Context, candidates: Dict[str, List[str]], out: Outcome
             out.warn("loading %s %s; libraries after it were not asked" % (pending["path"], how))
         else:
             out.warn("version child: " + res.describe())
-        out.status = "partial" if answers else "failed"
-    return answers
+        out.status = "partial" if answers or cached else "failed"
+    for kind, got in cached.items():
+        answers.setdefault(kind, got)
+    return {k: answers[k] for k in LIBRARIES if k in answers}
 
 
 # -- collector ----------------------------------------------------------------------------------------
 
+def _is_elf(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF"
+    except OSError:
+        return False
+
+
 def _nvcc(ctx: Context, out: Outcome) -> Dict[str, str]:
-    tool = "nvcc" if ctx.which("nvcc") else None
+    tool = ctx.which("nvcc")
     if tool is None:
         for candidate in (ctx.env.get("CUDA_HOME"), ctx.env.get("CUDA_PATH"), "/usr/local/cuda"):
             if candidate and os.access(ctx.path(candidate, "bin", "nvcc"), os.X_OK):
@@ -288,13 +336,22 @@ def _nvcc(ctx: Context, out: Outcome) -> Dict[str, str]:
                 break
     if tool is None:
         return {}
-    res = ctx.run([tool, "--version"], timeout=2.0)
-    if not res.ok:
-        out.warn("nvcc --version: " + res.describe())
-        return {}
-    parsed = parse_nvcc(res.stdout)
+    # A real nvcc binary always prints the same version; a wrapper script may depend on the environment
+    # (CUDA_HOME, modules), so only an ELF file's answer is remembered.
+    known = facts.for_context(ctx)
+    key = facts.file_key(tool) if _is_elf(tool) else None
+    text = known.get("tool-output", None if key is None else "nvcc --version|" + key)
+    if not isinstance(text, str):
+        res = ctx.run([tool, "--version"], timeout=2.0)
+        if not res.ok:
+            out.warn("nvcc --version: " + res.describe())
+            return {}
+        text = res.stdout
+    parsed = parse_nvcc(text)
     if not parsed:
         out.warn("nvcc --version printed no release line")
+    elif key is not None:
+        known.put("tool-output", "nvcc --version|" + key, text)
     return parsed
 
 
@@ -365,6 +422,7 @@ def collect(ctx: Context) -> Outcome:
         out.status = "absent"
         out.warnings.append("no CUDA runtime, cuDNN, NCCL, nvcc, NGC variables or CUDA torch build found")
     out.data = {"hardware": hardware} if hardware else {}
+    facts.for_context(ctx).save()
     return out
 
 
