@@ -52,7 +52,9 @@ class _Exit(Exception):
         self.message = message
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with ``only`` (a subcommand's name) just that subcommand's, because building
+    all twelve costs more than a fast command's whole work (ArgumentParser objects are not cheap)."""
     parser = _Parser(
         prog="relaxrepro",
         description="Record, check and compare ML experiment manifests.",
@@ -61,7 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version="relaxrepro " + __version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, add in _SUBCOMMANDS:
+        if only is None or only == name:
+            add(sub)
+    return parser
 
+
+def _add_generate(sub: "argparse._SubParsersAction") -> None:
     gen = sub.add_parser(
         "generate",
         help="write a manifest of this run (best effort, never blocks training)",
@@ -75,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write this node's fragment node_<name>.json instead (every rank writes; run id from "
                      "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID)")
 
+
+def _add_run(sub: "argparse._SubParsersAction") -> None:
     run = sub.add_parser(
         "run",
         help="write the manifest, run COMMAND, then add its outcome",
@@ -88,27 +98,39 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_generate_options(run)
 
+
+def _add_ls(sub: "argparse._SubParsersAction") -> None:
     ls = sub.add_parser("ls", help="list every manifest below directories, one line each",
                         description="List every manifest_*.json below DIR (default .), oldest first: run id, "
                         "time, repos (short commit, * when dirty), algorithm, GPUs, group, parent, outcome.")
     ls.add_argument("dirs", nargs="*", metavar="DIR", help="directories (or manifest files) to search")
     ls.add_argument("--json", action="store_true", help="one JSON array instead of the table")
 
+
+def _add_lineage(sub: "argparse._SubParsersAction") -> None:
     lin = sub.add_parser("lineage", help="the ancestry of a run, oldest first, and what changed at each step")
     lin.add_argument("run", metavar="RUN", help="a run id, or a manifest file")
     lin.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
     lin.add_argument("--json", action="store_true", help="machine-readable output")
 
+
+def _add_compare(sub: "argparse._SubParsersAction") -> None:
     cmp_ = sub.add_parser("compare", help="a sweep side by side: only what varies across its runs")
     cmp_.add_argument("--group", required=True, metavar="NAME", help="the lineage group (--group of the runs)")
     cmp_.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
     cmp_.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
     fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
                         description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
                         "digest of a tree) and cache per-file digests in $XDG_CACHE_HOME/relaxrepro (else "
                         "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
     fp.add_argument("paths", metavar="PATH", nargs="+")
     fp.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def _add_merge(sub: "argparse._SubParsersAction") -> None:
     mrg = sub.add_parser(
         "merge", help="fold node fragments into a manifest (per-node data, heterogeneity)",
         description="Fold node_<name>.json fragments (or directories of them) into MANIFEST. Writes "
@@ -116,8 +138,6 @@ def build_parser() -> argparse.ArgumentParser:
     mrg.add_argument("manifest", metavar="MANIFEST")
     mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
     mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
-    _add_reading_commands(sub)
-    return parser
 
 
 def _add_generate_options(gen: argparse.ArgumentParser) -> None:
@@ -153,8 +173,7 @@ def _add_generate_options(gen: argparse.ArgumentParser) -> None:
                      help="also keep each unredacted patch in a mode-0600 sidecar (for this machine only)")
 
 
-def _add_reading_commands(sub: "argparse._SubParsersAction") -> None:
-    """check, diff, rerun, restore: the commands that read a manifest (issue 8)."""
+def _add_check(sub: "argparse._SubParsersAction") -> None:
     chk = sub.add_parser("check", help="compare this machine with a manifest: PASS / WARN / FAIL per item",
                          description="Collect this environment and compare it with MANIFEST item by item. "
                          "Exit 0 compatible (PASS or WARN), 1 any FAIL (--strict: any WARN too), "
@@ -164,12 +183,18 @@ def _add_reading_commands(sub: "argparse._SubParsersAction") -> None:
     chk.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
     chk.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="where recorded repo NAME is on this machine (repeatable)")
+
+
+def _add_diff(sub: "argparse._SubParsersAction") -> None:
     dif = sub.add_parser("diff", help="what differs between two manifests, most important first",
                          description="Exit 0 identical, 1 different, 2 unreadable input (like diff(1)).")
     dif.add_argument("old", metavar="OLD")
     dif.add_argument("new", metavar="NEW")
     dif.add_argument("--json", action="store_true", help="exact machine-readable output")
     dif.add_argument("--all", action="store_true", help="also show volatile fields (run id, times, job ids)")
+
+
+def _add_rerun(sub: "argparse._SubParsersAction") -> None:
     rer = sub.add_parser("rerun", help="replay a recorded run: review a script, or run it after check",
                          description="--dry-run prints a POSIX sh script to review; --confirm runs check, "
                          "then the recorded command with the recorded env and interpreter, and exits with "
@@ -183,6 +208,9 @@ def _add_reading_commands(sub: "argparse._SubParsersAction") -> None:
                      "such as <HOME> (repeatable)")
     rer.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="where recorded repo NAME is on this machine (for the check)")
+
+
+def _add_restore(sub: "argparse._SubParsersAction") -> None:
     res = sub.add_parser("restore", help="rebuild each recorded repo's exact source tree in a new directory",
                          description="Clone each recorded repo at its commit into DIR/<name>, apply the "
                          "recorded patch (verified by sha256) and check out submodules. The source repos "
@@ -191,6 +219,14 @@ def _add_reading_commands(sub: "argparse._SubParsersAction") -> None:
     res.add_argument("--into", required=True, metavar="DIR", help="new or empty directory")
     res.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
                      help="clone repo NAME from PATH instead of its recorded path (repeatable)")
+
+
+# In the order `relaxrepro --help` lists them.
+_SUBCOMMANDS = (
+    ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
+    ("compare", _add_compare), ("fingerprint", _add_fingerprint), ("merge", _add_merge),
+    ("check", _add_check), ("diff", _add_diff), ("rerun", _add_rerun), ("restore", _add_restore),
+)
 
 
 def _pairs(values: Sequence[str], flag: str) -> dict:
@@ -241,7 +277,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the CLI; returns the exit code. Never raises, never prints a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
     own, command = _split_command(argv)
-    parser = build_parser()
+    named = own[0] if own and any(own[0] == name for name, _ in _SUBCOMMANDS) else None
+    parser = build_parser(only=named)
     try:
         args = parser.parse_args(own)
         if args.command is None:

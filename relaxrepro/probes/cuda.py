@@ -26,6 +26,7 @@ from . import packages as packages_probe
 
 LIBRARIES = ("cudart", "cudnn", "nccl")
 _FILES = {"cudart": "libcudart", "cudnn": "libcudnn", "nccl": "libnccl"}
+_PREFIXES = tuple(_FILES.values())
 _MAX_CANDIDATES = 3
 _CHILD_TIMEOUT = 2.5
 
@@ -181,19 +182,19 @@ def _glob_lib(directory: str, kind: str, listings: Optional[Dict[str, List[str]]
     # What glob(<dir>/libX.so*) + glob(<dir>/libX-*.so*) return, from one listing of each directory per
     # collection: three kinds x two patterns x two searches re-read /usr/lib/x86_64-linux-gnu (~1,000
     # entries) twelve times otherwise.
+    # Only the names of our three libraries are kept per directory: the rest is cut once, cheaply.
     if listings is None:
         listings = {}
     names = listings.get(directory)
     if names is None:
         try:
-            names = sorted(os.listdir(directory))
+            names = sorted(n for n in os.listdir(directory) if n.startswith(_PREFIXES))
         except OSError:
             names = []
         listings[directory] = names
     base = _FILES[kind]
-    mine = [n for n in names if n.startswith(base)]  # a cheap cut before fnmatch over ~1,000 names
-    plain = [n for n in mine if fnmatch.fnmatchcase(n, base + ".so*")]
-    hashed = [n for n in mine if fnmatch.fnmatchcase(n, base + "-*.so*")]
+    plain = [n for n in names if fnmatch.fnmatchcase(n, base + ".so*")]
+    hashed = [n for n in names if fnmatch.fnmatchcase(n, base + "-*.so*")]
     return [os.path.join(directory, n) for n in plain + hashed]
 
 
@@ -255,8 +256,7 @@ def _ldconfig(ctx: Context, out: Outcome) -> Optional[Dict[str, List[str]]]:
     if not res.ok:
         out.warn("ldconfig -p: " + res.describe())
         return None
-    ours = tuple(_FILES.values())
-    listing = {k: v for k, v in parse_ldconfig(res.stdout).items() if k.startswith(ours)}
+    listing = {k: v for k, v in parse_ldconfig(res.stdout).items() if k.startswith(_PREFIXES)}
     known.put("tool-output", key, listing)
     return listing
 
