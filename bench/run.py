@@ -47,6 +47,7 @@ CASES = [
     ("floor-isS", "floor", "floor: python -I -S -c pass"),
     ("floor-c", "floor", "floor: python -c pass"),
     ("floor-ml", "floor ml", "floor: ML venv python -c pass (no system site-packages .pth)"),
+    ("floor-clean", "floor read", "floor: clean venv python -c pass (same interpreter, no site-packages)"),
     ("pyz-version", "pyz", "pyz --version"),
     ("pkg-version", "pyz", "package --version"),
     ("pyz-cold", "pyz", "pyz generate, small repo, cold (first run: unpack + compile; 1 run)"),
@@ -56,12 +57,17 @@ CASES = [
     ("repos10", "generate", "pyz generate, 10 repos (--repo x9)"),
     ("bigrepo", "generate", "pyz generate, 40k-file repo + 50 MB untracked file"),
     ("ml-generate", "ml generate", "pyz generate in the ML venv"),
+    ("ml-generate-first", "ml generate", "pyz generate in the ML venv, facts cache unusable (a node's first run)"),
+    ("base-ml-generate", "baseline", "baseline pyz generate in the ML venv"),
     ("collect-env", "ml peers", "peer: python -m torch.utils.collect_env (ML venv)"),
     ("pip-freeze", "ml peers", "peer: pip freeze (ML venv)"),
     ("wandb", "peers", "peer: python -c 'import wandb'"),
     ("mlflow", "peers", "peer: python -c 'import mlflow'"),
-    ("diff", "read", "package diff, two ~30 KB manifests"),
+    ("diff", "read", "package diff, two ~30 KB manifests (clean venv python)"),
+    ("diff-sys", "read", "package diff, two ~30 KB manifests (system python: its site-packages runs a .pth)"),
+    ("base-diff", "baseline", "baseline package diff (clean venv python)"),
     ("check", "read check", "package check, ~30 KB manifest, small repo"),
+    ("base-pkg-small", "baseline", "baseline package generate, small repo"),
     ("ls", "read", "package ls, 10,000 manifests"),
     ("merge", "read", "package merge, 1,000 fragments"),
     ("ray-generate", "ray", "pyz generate, live one-node Ray (ML venv)"),
@@ -145,6 +151,8 @@ def main(argv=None) -> int:
     ap.add_argument("--markdown", metavar="OUT", help="also write the Markdown table to OUT")
     ap.add_argument("--only", metavar="CASES", help="comma-separated case ids or groups")
     ap.add_argument("--list", action="store_true", help="list the case ids and groups, then exit")
+    ap.add_argument("--baseline", metavar="REF", help="also time this git commit's .pyz and package in the same "
+                    "rounds (the baseline group): before/after of a change")
     args = ap.parse_args(argv)
     if args.list:
         for cid, groups, label in CASES:
@@ -152,6 +160,10 @@ def main(argv=None) -> int:
         return 0
     rounds = args.rounds or (5 if args.quick else 15)
     want = selected(args.only)
+    if not args.baseline:
+        want = [c for c in want if not c.startswith("base-")]
+    elif args.only:
+        want += [c for c in ("base-ml-generate", "base-pkg-small", "base-diff") if c not in want]
     notes: List[str] = []
     versions: Dict[str, str] = {}
 
@@ -182,6 +194,27 @@ def main(argv=None) -> int:
 
         need = set(want)
         ml = peers = None
+        clean_py = None
+        if need & {"floor-clean", "diff", "base-diff"}:
+            # The same interpreter without any site-packages: this machine's system site-packages has a
+            # .pth that imports certifi at every start (~30 ms), which no user's laptop pays.
+            subprocess.run([py, "-m", "venv", "--without-pip", os.path.join(work, "clean")], check=True)
+            clean_py = os.path.join(work, "clean", "bin", "python")
+        base_pyz = base_root = None
+        if args.baseline:
+            base_root = os.path.join(work, "baseline")
+            os.makedirs(base_root)
+            archive = subprocess.run(["git", "-C", ROOT, "archive", args.baseline], check=True,
+                                     stdout=subprocess.PIPE).stdout
+            subprocess.run(["tar", "-x", "-C", base_root], input=archive, check=True)
+            base_pyz = os.path.join(work, "baseline.pyz")
+            subprocess.run(["bash", os.path.join(base_root, "zipapp.sh"), base_pyz], check=True,
+                           stdout=subprocess.DEVNULL, cwd=base_root)
+            subprocess.run([py, "-m", "compileall", "-q", os.path.join(base_root, "relaxrepro")], check=True)
+            versions["baseline"] = "%s (%s)" % (args.baseline, subprocess.run(
+                ["git", "-C", ROOT, "rev-parse", "--short", args.baseline], capture_output=True,
+                text=True).stdout.strip())
+        env_base = dict(env, PYTHONPATH=base_root or "")
         if need & {"ml-generate", "collect-env", "pip-freeze", "ray-generate", "ray-status", "ray-list"}:
             ml = _setup.ensure_venv("mlvenv", _setup.ML_REQUIREMENTS, create=not args.quick)
             if ml is None:
@@ -204,6 +237,9 @@ def main(argv=None) -> int:
         add("pkg-version", [py, "-m", "relaxrepro", "--version"], env_pkg)
         add("pyz-small", [py, pyz] + gen + train, env, repo)
         add("pkg-small", [py, "-m", "relaxrepro"] + gen + train, env_pkg, repo)
+        add("base-pkg-small", [py, "-m", "relaxrepro"] + gen + train, env_base, repo)
+        if clean_py:
+            add("floor-clean", [clean_py, "-c", "pass"], env)
         add("pyz-nobytecode", [py, pyz] + gen + train, dict(env, PYTHONDONTWRITEBYTECODE="1",
                                                              RELAXREPRO_CACHE_DIR=os.path.join(work, "nbcache")), repo)
         if "repos10" in need:
@@ -218,6 +254,13 @@ def main(argv=None) -> int:
             ml_env = dict(env, PATH="%s:%s" % (os.path.join(ml, "bin"), env.get("PATH", "")))
             add("floor-ml", [mlpy, "-c", "pass"], ml_env)
             add("ml-generate", [mlpy, pyz] + gen + train, ml_env, repo)
+            # A facts-v1.json that is a directory: nothing remembered, every run asks the libraries (the
+            # .pyz's own unpacked copy still works, as it would on a node that ran relaxrepro before).
+            first = os.path.join(work, "firstcache")
+            os.makedirs(os.path.join(first, "facts-v1.json"))
+            add("ml-generate-first", [mlpy, pyz] + gen + train, dict(ml_env, RELAXREPRO_CACHE_DIR=first), repo)
+            if base_pyz:
+                add("base-ml-generate", [mlpy, base_pyz] + gen + train, ml_env, repo)
             add("collect-env", [mlpy, "-m", "torch.utils.collect_env"], ml_env)
             add("pip-freeze", [mlpy, "-m", "pip", "freeze"], ml_env)
             versions["ml_venv_distributions"] = str(_setup.count_distributions(ml))
@@ -225,10 +268,12 @@ def main(argv=None) -> int:
             ppy = _setup.venv_python(peers)
             add("wandb", [ppy, "-c", "import wandb"], env)
             add("mlflow", [ppy, "-c", "import mlflow"], env)
-        if need & {"diff", "check"}:
+        if need & {"diff", "diff-sys", "base-diff", "check"}:
             a, b = _setup.read_manifests(work)
             versions["diff_manifest_bytes"] = "%d, %d" % (os.path.getsize(a), os.path.getsize(b))
-            add("diff", [py, "-m", "relaxrepro", "diff", a, b], env_pkg, ok_rc=(0, 1))
+            add("diff", [clean_py, "-m", "relaxrepro", "diff", a, b], env_pkg, ok_rc=(0, 1))
+            add("diff-sys", [py, "-m", "relaxrepro", "diff", a, b], env_pkg, ok_rc=(0, 1))
+            add("base-diff", [clean_py, "-m", "relaxrepro", "diff", a, b], env_base, ok_rc=(0, 1))
             add("check", [py, "-m", "relaxrepro", "check", a], env_pkg, repo, ok_rc=(0, 1))
         if "ls" in need:
             add("ls", [py, "-m", "relaxrepro", "ls", _setup.ls_tree()], env_pkg)
@@ -321,6 +366,13 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     budget("check <= generate (same repo, package)", pair_ratio(results, "check", "pkg-small"), 1.0, "x")
     budget(".pyz start-up <= 1.2x package (--version)", pair_ratio(results, "pyz-version", "pkg-version"), 1.2, "x")
     budget(".pyz generate <= 1.2x package generate", pair_ratio(results, "pyz-small", "pkg-small"), 1.2, "x")
+    for after, before, what in (("ml-generate", "base-ml-generate", "generate in the ML venv"),
+                                ("pkg-small", "base-pkg-small", "package generate, small repo"),
+                                ("diff", "base-diff", "diff")):
+        ratio = pair_ratio(results, after, before)
+        if ratio is not None:
+            versions["after/before: " + what] = "%.2fx (median of per-round ratios; %.1f ms -> %.1f ms)" % (
+                ratio, med[before], med[after])
 
     machine = "%s, %s CPUs, %s, Python %s (%s)" % (platform.platform(), os.cpu_count(), _cpu_model(),
                                                    platform.python_version(), py)
