@@ -10,11 +10,9 @@ and silent differences that rank-0-only records (W&B, Megatron's logs) never sho
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import os
-import socket
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -97,10 +95,9 @@ def collect_fragment(ctx: Context) -> Dict[str, Any]:
     run_id = str(ctx.options.get("run_id") or run_id_from_env(ctx.env) or "")
     probes = [p for p in registry.PROBES if p.name in NODE_PROBES]
     sections, collection = runner.run_probes(probes, ctx)
-    try:
-        hostname = socket.gethostname()
-    except OSError:
-        hostname = "unknown"
+    from .redact import machine_hostname
+
+    hostname = machine_hostname() or "unknown"
     ray_node_id = ctx.options.get("ray_node_id")
     node: Dict[str, Any] = {"name": node_name(run_id, hostname, ray_node_id),
                             "source": str(ctx.options.get("source") or "cli")}
@@ -122,7 +119,7 @@ def collect_fragment(ctx: Context) -> Dict[str, Any]:
         "fragment_version": FRAGMENT_VERSION,
         "kind": "node",
         "run_id": run_id,
-        "generated_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "node": node,
         "hardware": sections.get("hardware") or {},
         "environment": environment,

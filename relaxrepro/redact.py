@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
 HOME = "<HOME>"
@@ -40,6 +39,35 @@ RULES = (
 """Every rule name that can appear under ``collection.redactions``."""
 
 _PLACEHOLDERS = (HOME, INTERNAL_HOST, INTERNAL_ADDRESS, USER, REDACTED, PRIVATE_KEY)
+
+
+def machine_hostname() -> Optional[str]:
+    """``socket.gethostname()`` without importing ``socket`` (~3.5 ms with ``selectors``): on Linux and
+    macOS gethostname(2) is ``uname().nodename``."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # no os.uname (Windows)
+        pass
+    import socket
+
+    try:
+        return socket.gethostname()
+    except OSError:
+        return None
+
+
+def _login_name() -> Optional[str]:
+    """``getpass.getuser()`` without importing ``getpass`` and ``termios``: the login variables, else the
+    passwd entry of our uid; None when there is none (containers run as an arbitrary uid)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if os.environ.get(name):
+            return os.environ[name]
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid())[0]
+    except Exception:  # KeyError: no passwd entry; ImportError/AttributeError: not POSIX
+        return None
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -316,18 +344,8 @@ class Redactor:
         cls, env: Mapping[str, str], *, extra_patterns: Iterable[str] = (), keep_paths: bool = False
     ) -> "Redactor":
         """Rules for this machine: its $HOME, hostname and user."""
-        try:
-            hostname: Optional[str] = socket.gethostname()
-        except OSError:
-            hostname = None
-        user = env.get("USER") or env.get("LOGNAME")
-        if not user:
-            try:
-                import getpass
-
-                user = getpass.getuser()
-            except Exception:  # no passwd entry for this uid (containers run as an arbitrary uid)
-                user = None
+        hostname = machine_hostname()
+        user = env.get("USER") or env.get("LOGNAME") or _login_name()
         return cls(
             home=env.get("HOME") or os.path.expanduser("~"),
             hostname=hostname,
