@@ -7,7 +7,6 @@ collection (:func:`resolved_args`) and shared with the data probe through ``ctx.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -74,6 +73,8 @@ def config_hash(args: Dict[str, Any], env: Dict[str, str], files: Sequence[Dict[
         "files": sorted([f.get("path"), f.get("sha256")] for f in files),
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass")
+    import hashlib  # here rather than at import, though generate always gets here (OpenSSL: ~4 ms)
+
     return "sha256:" + hashlib.sha256(blob).hexdigest()
 
 
@@ -177,6 +178,8 @@ def describe_file(path: str, cwd: str) -> Dict[str, Any]:
     if st.st_size > HASH_MAX:
         entry["error"] = "not hashed: over %d MB" % (HASH_MAX >> 20)
         return entry
+    import hashlib
+
     h = hashlib.sha256()
     head = b""
     try:

@@ -14,17 +14,17 @@ to tell "same GPU" across runs without publishing an identifier.
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import os
 import re
 import threading
-import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..context import Context
 from ..proc import ProcResult
 from ..runner import Outcome
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 SMI = "nvidia-smi"
 
@@ -84,6 +84,8 @@ def uuid_hash(uuid: Optional[str]) -> Optional[str]:
     value = _clean(uuid)
     if value is None:
         return None
+    import hashlib  # only with a GPU to describe
+
     return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
 
 
@@ -202,6 +204,8 @@ def parse_smi_xml(text: str) -> Dict[str, Any]:
         return {}
     end = text.rfind("</nvidia_smi_log>")
     body = text[start:end + len("</nvidia_smi_log>")] if end > start else text[start:]
+    import xml.etree.ElementTree as ET  # ~3 ms (pyexpat): only when nvidia-smi answered
+
     try:
         root = ET.fromstring(body)
     except ET.ParseError:
@@ -252,6 +256,8 @@ def read_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Dict[str
     lines = [ln for ln in strip_ansi(text or "").splitlines() if ln.strip()]
     names: Optional[List[str]] = list(fields) if fields is not None else None
     rows: List[Dict[str, str]] = []
+    import csv  # only when nvidia-smi answered
+
     for cells in csv.reader(lines, skipinitialspace=True):
         cells = [c.strip() for c in cells]
         header = len(cells) > 1 and all(re.match(r"^[A-Za-z_][\w.]*( \[.*\])?$", c) for c in cells)
