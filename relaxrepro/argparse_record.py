@@ -11,6 +11,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ._sha import sha256_hex
+
 MAX_DEPTH = 8
 """Nesting kept from an args object; deeper values become ``"<too deep>"`` (the reader refuses 64)."""
 MAX_STRING = 4096
@@ -255,9 +257,7 @@ def _tensor_summary(obj: Any) -> Optional[str]:
 def _cut(text: str, where: str, notes: List[str]) -> str:
     if len(text) <= MAX_STRING:
         return text
-    import hashlib  # only for a value long enough to cut
-
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = sha256_hex(text.encode("utf-8", "surrogatepass"))
     notes.append("%s: cut from %d characters" % (where or "args", len(text)))
     return text[:MAX_STRING] + "<truncated: %d chars, sha256:%s>" % (len(text), digest)
 

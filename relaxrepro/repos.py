@@ -14,6 +14,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import gitfs
 from ._record import Record
+from ._sha import sha256_hex
 
 ROUTES = ("explicit", "cwd", "script", "editable", "pythonpath")
 """How a repository was found, in order of precedence for its name."""
@@ -309,9 +310,6 @@ def _assign_names(entries: List[Found]) -> None:
         base = e.explicit_name or e.dist_name or os.path.basename(e.top.rstrip(os.sep)) or "root"
         name = base
         if name in taken and not e.explicit_name:
-            import hashlib  # only on a name clash
-
-            name = "%s-%s" % (base, hashlib.sha256(os.path.realpath(e.top).encode("utf-8", "surrogateescape"))
-                              .hexdigest()[:6])
+            name = "%s-%s" % (base, sha256_hex(os.path.realpath(e.top).encode("utf-8", "surrogateescape"))[:6])
         taken[name] = e
         e.name = name

@@ -24,6 +24,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ._record import Record
+from ._sha import sha256_hex
 
 MAX_BYTES = 100_000
 
@@ -196,9 +197,7 @@ def _cut_long_strings(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: s
     def visit(node: Any, where: str) -> Any:
         if isinstance(node, str) and len(node) > 1024:
             notes.append("%s: cut from %d characters" % (where, len(node)))
-            import hashlib  # OpenSSL's ~4 ms only when something is cut
-
-            return node[:256] + "<cut: %d chars, sha256 %s>" % (len(node), hashlib.sha256(node.encode()).hexdigest())
+            return node[:256] + "<cut: %d chars, sha256 %s>" % (len(node), sha256_hex(node.encode()))
         if isinstance(node, dict):
             return {k: visit(v, "%s.%s" % (where, k) if where else k) for k, v in node.items()}
         if isinstance(node, list):
@@ -215,9 +214,7 @@ DEGRADATION: Tuple[Step, ...] = (_drop_patch_bodies, _drop_config_contents, _sho
 
 
 def _digest(value: Any) -> str:
-    import hashlib  # only when a long list is shortened
-
-    return hashlib.sha256(json.dumps(jsonable(value), sort_keys=True).encode()).hexdigest()
+    return sha256_hex(json.dumps(jsonable(value), sort_keys=True).encode())
 
 
 def safe_name(name: str) -> str:

@@ -19,6 +19,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from .._sha import sha256_hex
 from ..context import Context
 from ..proc import ProcResult
 from ..runner import Outcome
@@ -84,9 +85,7 @@ def uuid_hash(uuid: Optional[str]) -> Optional[str]:
     value = _clean(uuid)
     if value is None:
         return None
-    import hashlib  # only with a GPU to describe
-
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+    return sha256_hex(value.encode("utf-8"))[:16]
 
 
 def _clean(value: Optional[str]) -> Optional[str]:

@@ -14,6 +14,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import interpreter
+from .._sha import sha256_hex
 from ..context import Context
 from ..runner import Outcome
 
@@ -195,9 +196,7 @@ def _read_dist(entry: "os.DirEntry[str]", location: str, warnings: List[str]) ->
 def digest(packages: Dict[str, str]) -> str:
     """sha256 over sorted ``name==version`` lines: equal iff the installed sets are equal."""
     lines = "".join("%s==%s\n" % (k, packages[k]) for k in sorted(packages))
-    import hashlib  # generate always gets here: OpenSSL's ~4 ms moves, it does not go
-
-    return "sha256:" + hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    return "sha256:" + sha256_hex(lines.encode("utf-8"))
 
 
 def is_key(name: str) -> bool:
