@@ -9,9 +9,12 @@ import argparse
 import os
 import re
 import sys
-from typing import Any, List, Optional, Sequence, Tuple
 
 from ._version import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, List, Optional, Sequence, Tuple
 
 EXIT_OK = 0
 EXIT_FAIL = 1
