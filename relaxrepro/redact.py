@@ -24,6 +24,8 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
+from ._lazy_re import LazyPattern
+
 HOME = "<HOME>"
 INTERNAL_HOST = "<internal-host>"
 INTERNAL_ADDRESS = "<internal-address>"
@@ -68,24 +70,6 @@ def _login_name() -> Optional[str]:
         return pwd.getpwuid(os.getuid())[0]
     except Exception:  # KeyError: no passwd entry; ImportError/AttributeError: not POSIX
         return None
-
-
-class _Lazy:
-    """A regular expression compiled on its first use. The rules guarded by a substring test (``PRIVATE
-    KEY``, ``://`` with ``@``, ``uthorization``...) rarely run, and compiling them all costs ~2 ms of every
-    start; the hot ones (``_SHAPE_RE``, ``_WORD_RE``) stay plain compiled patterns."""
-
-    __slots__ = ("_args", "_rx")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self._args = (pattern, flags)
-        self._rx: Optional[Pattern[str]] = None
-
-    def __getattr__(self, name: str) -> Any:  # sub, subn, search, match: the compiled pattern's own
-        rx = self._rx
-        if rx is None:
-            rx = self._rx = re.compile(*self._args)  # two threads may both compile: same pattern either way
-        return getattr(rx, name)
 
 
 # -- names ------------------------------------------------------------------------------------
@@ -264,20 +248,22 @@ _SHAPES = [
     r"wandb_v1_[A-Za-z0-9_]{60,}",
     r"local-[0-9a-f]{40,}",
 ]
+# The rules guarded by a substring test below (``PRIVATE KEY``, ``://`` with ``@``, ``uthorization``...)
+# rarely run: they compile on first use (~2 ms off every start). The hot ones are compiled here.
 _SHAPE_RE = re.compile(r"(?<![A-Za-z0-9])(?:%s)" % "|".join(_SHAPES))
-_SLACK_HOOK_RE = _Lazy(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]{8,}")
-_PEM_RE = _Lazy(
+_SLACK_HOOK_RE = LazyPattern(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]{8,}")
+_PEM_RE = LazyPattern(
     r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
     r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)")
 
 # -- URLs and headers ---------------------------------------------------------------------------
 
-_URL_CRED_RE = _Lazy(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://)[^\s/@:\"'<>]*:[^\s/@\"'<>]+@")
-_URL_TOKEN_USER_RE = _Lazy(r"(?i)\b(https?://)([^\s/@:\"'<>]{20,})@")
-_AUTH_RE = _Lazy(
+_URL_CRED_RE = LazyPattern(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://)[^\s/@:\"'<>]*:[^\s/@\"'<>]+@")
+_URL_TOKEN_USER_RE = LazyPattern(r"(?i)\b(https?://)([^\s/@:\"'<>]{20,})@")
+_AUTH_RE = LazyPattern(
     r"(?i)\b((?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?)"
     r"(?:(basic|bearer|token|digest|negotiate)[ \t]+)?([^\s\"',;]+)")
-_BEARER_RE = _Lazy(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\]<>]{8,})")
+_BEARER_RE = LazyPattern(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\]<>]{8,})")
 
 # -- name = value inside text ---------------------------------------------------------------------
 
@@ -286,29 +272,29 @@ _TRIGGER_LOW_RE = re.compile(_TRIGGERS)  # searched in the lower-cased string: f
 _VALUE_END = r"\s,;'\"&)}\]<>"
 # ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
 # word (the lookahead), so prose without one is never consumed.
-_ASSIGN_RE = _Lazy(
+_ASSIGN_RE = LazyPattern(
     r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
     r"(?:(?P<sep>[ \t]*[:=][ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|'(?P<sq>[^'\n]*)'"
     r"|(?P<v>[^%s][^%s]*))"
     r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*)\"|'(?P<sq2>[^'\n]*)'|(?P<w>[^%s=:]+)))"
     % (_TRIGGERS, _VALUE_END, _VALUE_END, _VALUE_END))
 
-_FILE_NAME_RE = _Lazy(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
+_FILE_NAME_RE = LazyPattern(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
 
 # -- infrastructure ---------------------------------------------------------------------------------
 
 _IPV4_RE = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?::\d{1,5}(?!\d))?(?!\w|\.\d)")
-_IPV6_ULA_RE = _Lazy(
+_IPV6_ULA_RE = LazyPattern(
     r"(?i)(?<![\w:.\[])\[?f[cd][0-9a-f]{0,2}(?::[0-9a-f]{0,4}){2,7}(?![\w:])\]?(?::\d{1,5}(?!\d))?")
 _INTERNAL_TLDS = ("internal", "corp", "local", "lan", "intranet")
-_INTERNAL_NAME_RE = _Lazy(
+_INTERNAL_NAME_RE = LazyPattern(
     r"(?i)(?<![\w.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:%s)(?::\d{1,5}(?!\d))?(?![\w-]|\.\w)"
     % "|".join(_INTERNAL_TLDS))
 # Under an address key, Kubernetes service names (ray-head.default.svc) are internal too.
 _PRIVATE_SUFFIXES = frozenset(_INTERNAL_TLDS + ("svc", "localdomain", "cluster", "home", "arpa"))
 _LOOPBACK = frozenset(("localhost", "ip6-localhost", "ip6-loopback", "::1", "::", "0.0.0.0", "*"))
 _ITEM_SPLIT_RE = re.compile(r"[\s,]+")
-_URL_HOST_RE = _Lazy(r"^([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?:[^/@\s]*@)?(\[[^\]]*\]|[^/:?#\s]*)(:\d+)?")
+_URL_HOST_RE = LazyPattern(r"^([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?:[^/@\s]*@)?(\[[^\]]*\]|[^/:?#\s]*)(:\d+)?")
 _USER_SKIP = frozenset("root user admin nobody ubuntu runner jovyan docker app test home host key internal "
                        "redacted private address ec2-user centos vagrant".split())
 

@@ -19,6 +19,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from .._lazy_re import LazyPattern
 from .._sha import sha256_hex
 from ..context import Context
 from ..proc import ProcResult
@@ -58,9 +59,10 @@ _NO_VALUE = {
     "requested functionality has been deprecated", "insufficient permissions", "not available",
 }
 
-_VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_BUS_RE = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
+# Compiled on first use: on a machine without nvidia-smi most never run (~1 ms off every start).
+_VERSION_RE = LazyPattern(r"\d+(?:\.\d+)+")
+_ANSI_RE = LazyPattern(r"\x1b\[[0-9;?]*[A-Za-z]")
+_BUS_RE = LazyPattern(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
 
 # Banners nvidia-smi prints before or instead of its data (stdout on most drivers, stderr on
 # some): kind, lower-case needle. Seen in NVIDIA/open-gpu-kernel-modules#387 and #862,
@@ -304,7 +306,7 @@ def parse_query_csv(text: str, fields: Optional[Sequence[str]] = QUERY_FIELDS) -
 
 
 # ----------------------------------------------------------------------------------------- -L
-_LIST_RE = re.compile(
+_LIST_RE = LazyPattern(
     r"GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>[^)\s]+)\)"
     r"|MIG (?P<profile>\S+)\s+Device\s+(?P<mig>\d+): \(UUID: (?P<miguuid>[^)\s]+)\)"
 )
@@ -333,16 +335,16 @@ def parse_list(text: str) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ default table
-_HEADER_RE = re.compile(
+_HEADER_RE = LazyPattern(
     r"NVIDIA-SMI\s+(?P<smi>[\d.]+)\s+(?P<dlabel>Driver Version|KMD Version):\s*(?P<driver>[\d.]+)"
     r"(?:\s+(?P<clabel>CUDA Version|CUDA UMD Version):\s*(?P<cuda>[\d.]+|N/A))?"
 )
-_ROW_RE = re.compile(
+_ROW_RE = LazyPattern(
     r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<mode>On|Off|TCC|WDDM|MCDM|N/A)\s*\|\s*(?P<bus>"
     + _BUS_RE.pattern + r")"
 )
-_MEM_RE = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
-_MIG_ROW_RE = re.compile(
+_MEM_RE = LazyPattern(r"(\d+)MiB\s*/\s*(\d+)MiB")
+_MIG_ROW_RE = LazyPattern(
     r"^\|\s+(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s+\|\s+\d+MiB\s*/\s*(?P<mem>\d+)MiB\s*\|"
     r"\s*(?P<sm>\d+)?"
 )
@@ -525,7 +527,7 @@ def parse_version(text: str) -> Dict[str, Any]:
     return out
 
 
-_PROC_RE = re.compile(
+_PROC_RE = LazyPattern(
     r"NVRM version:\s*NVIDIA UNIX\s+(?P<open>Open\s+)?(?:\S+\s+)?Kernel Module(?:\s+for\s+\S+)?\s+(?P<v>\d+(?:\.\d+)+)"
 )
 
@@ -543,7 +545,7 @@ def parse_proc_version(text: str) -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- topo -m
-_TOPO_DEV_RE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|CPU\d+)$")
+_TOPO_DEV_RE = LazyPattern(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|CPU\d+)$")
 
 
 def parse_topo(text: str) -> Dict[str, Any]:
