@@ -31,6 +31,7 @@ HEAVY = ("dataclasses", "inspect", "ast", "dis", "tokenize", "secrets", "hmac", 
          "traceback", "shutil", "tempfile", "getpass", "datetime", "copy", "random", "base64")
 DIFF_ALSO_FREE_OF = ("typing", "subprocess", "threading", "relaxrepro.redact", "relaxrepro.manifest")
 
+_BARE = "import argparse, json, sys; print(json.dumps(sorted(sys.modules)))"
 _PROBE = r"""
 import json, sys
 from relaxrepro import cli
@@ -40,12 +41,11 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=open(sys.
 
 
 def _imports_of(tmp_path: Path, args, cwd: Path) -> set:
-    """Modules a fresh ``python -S`` holds after ``cli.main(args)``, less those of a bare start-up (-S: no
-    site-packages .pth file imports for it)."""
+    """Modules a fresh ``python -S`` holds after ``cli.main(args)``, less those of a start-up that imports
+    argparse (-S: no site-packages .pth file imports; Python 3.8's argparse itself imports shutil)."""
     out = tmp_path / "modules.json"
     env = clean_env()
-    bare = subprocess.run([sys.executable, "-S", "-c", "import sys, json; print(json.dumps(sorted(sys.modules)))"],
-                          env=env, capture_output=True, text=True, check=True)
+    bare = subprocess.run([sys.executable, "-S", "-c", _BARE], env=env, capture_output=True, text=True, check=True)
     res = subprocess.run([sys.executable, "-S", "-c", _PROBE, str(out), *args], env=env, cwd=str(cwd),
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
