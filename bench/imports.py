@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAVY = ("dataclasses", "inspect", "ast", "dis", "tokenize", "copy", "socket", "selectors", "hashlib", "hmac",
          "secrets", "random", "base64", "xml.etree", "urllib.parse", "ipaddress", "platform", "traceback",
          "shutil", "bz2", "lzma", "tempfile", "csv", "getpass", "termios", "subprocess", "threading",
-         "concurrent.futures", "logging", "email", "zipfile", "typing")
+         "concurrent.futures", "logging", "email", "zipfile", "datetime", "typing")
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid", "GIT_COMMITTER_NAME": "b",
            "GIT_COMMITTER_EMAIL": "b@example.invalid", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent"}
