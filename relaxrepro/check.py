@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import compare
+from ._record import Record
 from .compare import KEY_PACKAGES, MISSING, get, safe_text, scalar, section
 
 PASS, WARN, FAIL, INFO, NOT_RECORDED = "PASS", "WARN", "FAIL", "INFO", "not recorded"
@@ -44,22 +44,27 @@ def is_info_env(name: str) -> bool:
     return name in _INFO_ENV_NAMES or name.startswith(_INFO_ENV_PREFIXES) or name.endswith(_INFO_ENV_SUFFIXES)
 
 
-@dataclass
-class Item:
+class Item(Record):
     """One row of the report."""
 
-    item: str
-    recorded: str
-    here: str
-    verdict: str
-    note: str = ""
+    _fields = ("item", "recorded", "here", "verdict", "note")
+
+    def __init__(self, item: str, recorded: str, here: str, verdict: str, note: str = "") -> None:
+        self.item = item
+        self.recorded = recorded
+        self.here = here
+        self.verdict = verdict
+        self.note = note
 
 
-@dataclass
-class Report:
-    items: List[Item] = field(default_factory=list)
-    warnings: List[str] = field(default_factory=list)
-    run_id: str = ""
+class Report(Record):
+    _fields = ("items", "warnings", "run_id")
+
+    def __init__(self, items: Optional[List[Item]] = None, warnings: Optional[List[str]] = None,
+                 run_id: str = "") -> None:
+        self.items: List[Item] = [] if items is None else items
+        self.warnings: List[str] = [] if warnings is None else warnings
+        self.run_id = run_id
 
     def counts(self) -> Dict[str, int]:
         out = {v: 0 for v in VERDICTS}
@@ -716,7 +721,7 @@ def render_json(report: Report, path: str, *, strict: bool = False) -> str:
         "verdict": report.verdict,
         "exit_code": report.exit_code(strict),
         "counts": report.counts(),
-        "items": [asdict(i) for i in report.items],
+        "items": [i.as_dict() for i in report.items],
         "warnings": report.warnings,
     }
     return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=True) + "\n"

@@ -7,7 +7,7 @@ so tests point them at a fixture tree and a one-entry PATH of fake executables i
 from __future__ import annotations
 
 import os
-import shutil
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -19,6 +19,27 @@ PROBE_BUDGET = 4.0
 
 DEADLINE = 6.0
 """Seconds the whole collection may take, whatever the probes do."""
+
+
+def which_on_path(name: str, path: str) -> Optional[str]:
+    """``shutil.which(name, path=path)`` for a bare name on POSIX, without importing ``shutil``
+    (~3 ms with ``bz2``, ``lzma``, ``fnmatch``): the first existing, executable non-directory
+    ``<dir>/<name>``; ``PATH=''`` finds nothing, an empty entry means the current directory."""
+    if sys.platform == "win32" or os.path.dirname(name):  # PATHEXT and the current directory: shutil's rules
+        import shutil
+
+        return shutil.which(name, path=path)
+    if not path:
+        return None
+    seen = set()
+    for directory in path.split(os.pathsep):
+        if directory in seen:
+            continue
+        seen.add(directory)
+        candidate = os.path.join(directory, name)
+        if os.path.exists(candidate) and os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 class Context:
@@ -88,7 +109,7 @@ class Context:
         """Find an executable on the context's PATH (not relaxrepro's own)."""
         if os.sep in name:
             return name if os.access(name, os.X_OK) else None
-        return shutil.which(name, path=self.env.get("PATH", os.defpath))
+        return which_on_path(name, self.env.get("PATH", os.defpath))
 
     # -- processes ----------------------------------------------------------------------------
     def run(

@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from ._record import Record
 
 HEAD_TAIL = 4096
 """Bytes read from each end of every file by the quick fingerprint."""
@@ -49,19 +49,23 @@ class Entry:
         return "Entry(%r, %r)" % (self.rel, self.kind)
 
 
-@dataclass
-class Scan:
-    path: str
-    """The root as the caller named it."""
-    real: str = ""
-    """Its resolved absolute path: the cache key prefix."""
-    kind: str = "missing"
-    """``file``, ``tree`` or ``missing`` (then ``error`` says why)."""
-    entries: List[Entry] = field(default_factory=list)
-    unreadable: List[str] = field(default_factory=list)
-    vanished: List[str] = field(default_factory=list)
-    complete: bool = True
-    error: Optional[str] = None
+class Scan(Record):
+    """What :func:`scan` found. ``path``: the root as the caller named it; ``real``: its resolved absolute
+    path, the cache key prefix; ``kind``: ``file``, ``tree`` or ``missing`` (then ``error`` says why)."""
+
+    _fields = ("path", "real", "kind", "entries", "unreadable", "vanished", "complete", "error")
+
+    def __init__(self, path: str, real: str = "", kind: str = "missing", entries: Optional[List[Entry]] = None,
+                 unreadable: Optional[List[str]] = None, vanished: Optional[List[str]] = None,
+                 complete: bool = True, error: Optional[str] = None) -> None:
+        self.path = path
+        self.real = real
+        self.kind = kind
+        self.entries: List[Entry] = [] if entries is None else entries
+        self.unreadable: List[str] = [] if unreadable is None else unreadable
+        self.vanished: List[str] = [] if vanished is None else vanished
+        self.complete = complete
+        self.error = error
 
     @property
     def files(self) -> List[Entry]:
@@ -184,6 +188,8 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
     Files not reached in time enter the digest as ``-`` and ``complete`` is false: the digest is still
     a faithful record of what was seen, but only complete digests compare across runs.
     """
+    import hashlib  # here, not at import: OpenSSL costs ~4 ms of every start, fingerprinted data or not
+
     h = hashlib.sha256()
     complete = s.complete
     out_of_time = False
@@ -213,6 +219,8 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
 
 def file_sha256(path: str) -> str:
     """sha256 of one file, streamed through a reused buffer (keeps pace with ``sha256sum``)."""
+    import hashlib
+
     h = hashlib.sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
@@ -231,6 +239,8 @@ def merkle(s: Scan, digests: Mapping[str, str]) -> str:
         return "sha256:" + digests[""]
     lines = ["%s\0link\0%s\n" % (e.rel, e.target) if e.kind == "link" else "%s\0file\0%s\n" % (e.rel, digests[e.rel])
              for e in s.entries]
+    import hashlib
+
     return "sha256:" + hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -242,16 +252,23 @@ def listing_digest(s: Scan) -> str:
     """
     lines = ["%s\0link\0%s\n" % (e.rel, e.target) if e.kind == "link"
              else "%s\0file\0%d\0%d\0%d\n" % (e.rel, e.size, e.mtime_ns, e.inode) for e in s.entries]
+    import hashlib
+
     return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-@dataclass
-class Full:
-    sha256: Optional[str] = None
-    status: str = "uncached"
-    """``fresh`` (digest recorded), ``stale``, ``uncached``, ``incomplete`` or ``no-cache``."""
-    reused: int = 0
-    hashed: int = 0
+class Full(Record):
+    """A full digest, or why there is none: ``status`` is ``fresh`` (digest recorded), ``stale``,
+    ``uncached``, ``incomplete`` or ``no-cache``."""
+
+    _fields = ("sha256", "status", "reused", "hashed")
+
+    def __init__(self, sha256: Optional[str] = None, status: str = "uncached", reused: int = 0,
+                 hashed: int = 0) -> None:
+        self.sha256 = sha256
+        self.status = status
+        self.reused = reused
+        self.hashed = hashed
 
 
 def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Full:

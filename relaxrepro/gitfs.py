@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
+
+from ._record import Record
 
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _MAX_FILE = 1 << 20
@@ -27,21 +28,26 @@ def is_sha(value: Optional[str]) -> bool:
     return bool(value) and bool(_SHA_RE.match(value or ""))
 
 
-@dataclass
-class GitDir:
-    """Where a working tree keeps its repository data."""
+class GitDir(Record):
+    """Where a working tree keeps its repository data.
 
-    top: str
-    """The working tree (or, for a bare repository, the repository itself)."""
-    gitdir: str
-    """Per-worktree data: HEAD, index (``.git``, or ``.git/worktrees/<name>`` for a linked worktree)."""
-    common: str
-    """Shared data: objects, refs, packed-refs, config, shallow."""
-    bare: bool = False
-    linked_worktree: bool = False
-    """``.git`` is a file pointing at ``<common>/worktrees/<name>`` (``git worktree add``)."""
-    gitfile: bool = False
-    """``.git`` is a file (a linked worktree or a submodule whose data lives in ``.git/modules``)."""
+    ``top``: the working tree (or, for a bare repository, the repository itself). ``gitdir``: per-worktree
+    data, HEAD and index (``.git``, or ``.git/worktrees/<name>`` for a linked worktree). ``common``: shared
+    data, objects, refs, packed-refs, config, shallow. ``linked_worktree``: ``.git`` is a file pointing at
+    ``<common>/worktrees/<name>`` (``git worktree add``). ``gitfile``: ``.git`` is a file (a linked worktree
+    or a submodule whose data lives in ``.git/modules``).
+    """
+
+    _fields = ("top", "gitdir", "common", "bare", "linked_worktree", "gitfile")
+
+    def __init__(self, top: str, gitdir: str, common: str, bare: bool = False, linked_worktree: bool = False,
+                 gitfile: bool = False) -> None:
+        self.top = top
+        self.gitdir = gitdir
+        self.common = common
+        self.bare = bare
+        self.linked_worktree = linked_worktree
+        self.gitfile = gitfile
 
 
 def _read(path: str, limit: int = _MAX_FILE) -> Optional[str]:
@@ -149,15 +155,19 @@ def resolve_ref(gd: GitDir, ref: str, _depth: int = 0) -> Optional[str]:
     return parse_packed_refs(packed).get(ref) if packed else None
 
 
-@dataclass
-class Head:
-    commit: Optional[str] = None
-    branch: Optional[str] = None
-    detached: bool = False
-    unborn: bool = False
-    """HEAD names a branch with no commit yet (an empty repository)."""
-    reason: Optional[str] = None
-    """Why the commit could not be read, when it could not."""
+class Head(Record):
+    """What HEAD says. ``unborn``: it names a branch with no commit yet (an empty repository);
+    ``reason``: why the commit could not be read, when it could not."""
+
+    _fields = ("commit", "branch", "detached", "unborn", "reason")
+
+    def __init__(self, commit: Optional[str] = None, branch: Optional[str] = None, detached: bool = False,
+                 unborn: bool = False, reason: Optional[str] = None) -> None:
+        self.commit = commit
+        self.branch = branch
+        self.detached = detached
+        self.unborn = unborn
+        self.reason = reason
 
 
 def read_head(gd: GitDir) -> Head:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from ._record import Record
 
 LS_FIELDS = ("schema_version", "run_id", "generated_at", "code", "hardware", "training", "lineage", "outcome")
 
@@ -27,13 +28,15 @@ HF Trainer ``checkpoint-500``): a long run has hundreds, each with a subdirector
 manifest is ever written inside one. Not descending into them keeps ``ls`` fast on real run trees."""
 
 
-@dataclass
-class Entry:
+class Entry(Record):
     """One manifest file: the sections read, or why it could not be read."""
 
-    path: str
-    doc: Dict[str, Any] = field(default_factory=dict)
-    error: Optional[str] = None
+    _fields = ("path", "doc", "error")
+
+    def __init__(self, path: str, doc: Optional[Dict[str, Any]] = None, error: Optional[str] = None) -> None:
+        self.path = path
+        self.doc: Dict[str, Any] = {} if doc is None else doc
+        self.error = error
 
     @property
     def run_id(self) -> Optional[str]:

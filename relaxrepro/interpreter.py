@@ -13,9 +13,9 @@ import json
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
+from ._record import Record
 from .context import Context
 
 # Runs in the training interpreter, whatever its age: no f-strings, and Python 2 has no sys.implementation.
@@ -34,19 +34,27 @@ _WRAPPERS = {"nohup", "exec", "time", "stdbuf", "nice", "ionice", "numactl", "ta
 """Wrappers that run the rest of the command unchanged (their own options are skipped)."""
 
 
-@dataclass
-class Interpreter:
-    executable: str
-    version: Optional[str] = None
-    implementation: Optional[str] = None
-    prefix: Optional[str] = None
-    base_prefix: Optional[str] = None
-    sys_path: List[str] = field(default_factory=list)
-    source: str = "current"
-    """Where it was found: ``option`` (--python), ``command``, ``launcher`` (a shebang), ``current``."""
-    launcher: Optional[str] = None
-    """The launcher whose shebang named it (``torchrun``), when ``source == "launcher"``."""
-    warnings: List[str] = field(default_factory=list)
+class Interpreter(Record):
+    """The training interpreter. ``source``: where it was found, ``option`` (--python), ``command``,
+    ``launcher`` (a shebang) or ``current``; ``launcher``: the launcher whose shebang named it
+    (``torchrun``), when ``source == "launcher"``."""
+
+    _fields = ("executable", "version", "implementation", "prefix", "base_prefix", "sys_path", "source", "launcher",
+               "warnings")
+
+    def __init__(self, executable: str, version: Optional[str] = None, implementation: Optional[str] = None,
+                 prefix: Optional[str] = None, base_prefix: Optional[str] = None,
+                 sys_path: Optional[List[str]] = None, source: str = "current", launcher: Optional[str] = None,
+                 warnings: Optional[List[str]] = None) -> None:
+        self.executable = executable
+        self.version = version
+        self.implementation = implementation
+        self.prefix = prefix
+        self.base_prefix = base_prefix
+        self.sys_path: List[str] = [] if sys_path is None else sys_path
+        self.source = source
+        self.launcher = launcher
+        self.warnings: List[str] = [] if warnings is None else warnings
 
     @property
     def site_dirs(self) -> List[str]:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import secrets
 import signal
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+import time
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import redact, runner, writer
 from ._version import __version__
 from .context import Context
 from .schema import SCHEMA_VERSION, SECTIONS
+
+if TYPE_CHECKING:
+    import datetime
 
 
 class Manifest(dict):
@@ -35,15 +37,24 @@ class Manifest(dict):
         return str(self.get("run_id", ""))
 
 
-def new_run_id(now: Optional[_dt.datetime] = None) -> str:
+def _utc_strftime(fmt: str, now: Optional[Union["datetime.datetime", time.struct_time]]) -> str:
+    """``now`` (a UTC ``time.gmtime()`` struct or an aware ``datetime``; default: now) formatted."""
+    # time.gmtime, not datetime (~2.5 ms to import); a caller's datetime still works.
+    if now is None:
+        now = time.gmtime()
+    if isinstance(now, time.struct_time):
+        return time.strftime(fmt, now)
+    return now.strftime(fmt)
+
+
+def new_run_id(now: Optional[Union["datetime.datetime", time.struct_time]] = None) -> str:
     """``YYYYMMDD_HHMMSS_<7 hex>``: UTC time plus randomness (the commit lives in ``code``)."""
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y%m%d_%H%M%S_") + secrets.token_hex(4)[:7]
+    # os.urandom, not secrets.token_hex: the same bytes, without secrets' hmac/hashlib/OpenSSL/random (~8 ms).
+    return _utc_strftime("%Y%m%d_%H%M%S_", now) + os.urandom(4).hex()[:7]
 
 
-def utc_now_iso(now: Optional[_dt.datetime] = None) -> str:
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+def utc_now_iso(now: Optional[Union["datetime.datetime", time.struct_time]] = None) -> str:
+    return _utc_strftime("%Y-%m-%dT%H:%M:%SZ", now)
 
 
 def build(
@@ -58,7 +69,7 @@ def build(
     """Run the probes and return the redacted document. Never raises for what a probe does."""
     from . import probes as registry
 
-    now = _dt.datetime.now(_dt.timezone.utc)
+    now = time.gmtime()
     sections, collection_probes = runner.run_probes(registry.PROBES if probes is None else probes, ctx, skip=skip)
     doc: Dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,

@@ -10,14 +10,12 @@ and silent differences that rank-0-only records (W&B, Megatron's logs) never sho
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import os
-import socket
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from ._sha import sha256_hex
 from .context import Context
 
 FRAGMENT_VERSION = "1.0"
@@ -73,7 +71,7 @@ def node_name(run_id: str, hostname: str, ray_node_id: Optional[str] = None) -> 
     The Ray node id joins the hash because several raylets may share one host (and tests run two).
     """
     key = "%s\0%s" % (run_id, hostname) + ("\0%s" % ray_node_id if ray_node_id else "")
-    return "node-" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return "node-" + sha256_hex(key.encode("utf-8", "surrogateescape"))[:8]
 
 
 def run_id_from_env(env: Dict[str, str]) -> Optional[str]:
@@ -97,10 +95,9 @@ def collect_fragment(ctx: Context) -> Dict[str, Any]:
     run_id = str(ctx.options.get("run_id") or run_id_from_env(ctx.env) or "")
     probes = [p for p in registry.PROBES if p.name in NODE_PROBES]
     sections, collection = runner.run_probes(probes, ctx)
-    try:
-        hostname = socket.gethostname()
-    except OSError:
-        hostname = "unknown"
+    from .redact import machine_hostname
+
+    hostname = machine_hostname() or "unknown"
     ray_node_id = ctx.options.get("ray_node_id")
     node: Dict[str, Any] = {"name": node_name(run_id, hostname, ray_node_id),
                             "source": str(ctx.options.get("source") or "cli")}
@@ -122,7 +119,7 @@ def collect_fragment(ctx: Context) -> Dict[str, Any]:
         "fragment_version": FRAGMENT_VERSION,
         "kind": "node",
         "run_id": run_id,
-        "generated_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "node": node,
         "hardware": sections.get("hardware") or {},
         "environment": environment,
@@ -324,7 +321,7 @@ def merge_fragments(manifest: Dict[str, Any], fragments: Sequence[Dict[str, Any]
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
+    return sha256_hex(json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode())
 
 
 def _common(counts: Dict[str, int]) -> str:

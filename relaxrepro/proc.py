@@ -15,8 +15,9 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Callable, List, Mapping, Optional, Sequence, Union
+
+from ._record import Record
 
 MAX_OUTPUT = 4 * 1024 * 1024
 """Bytes kept per stream; the rest is read and dropped so the child never blocks on a full pipe."""
@@ -27,19 +28,23 @@ _GRACE_AFTER_EXIT = 0.1
 _GRACE_AFTER_KILL = 0.3
 
 
-@dataclass
-class ProcResult:
+class ProcResult(Record):
     """What one child process did. ``rc`` is None when it never started or was abandoned."""
 
-    argv: List[str]
-    rc: Optional[int] = None
-    stdout: Union[str, bytes] = ""
-    stderr: str = ""
-    seconds: float = 0.0
-    timed_out: bool = False
-    error: Optional[str] = None
-    truncated: bool = False
-    extra: dict = field(default_factory=dict)
+    _fields = ("argv", "rc", "stdout", "stderr", "seconds", "timed_out", "error", "truncated", "extra")
+
+    def __init__(self, argv: List[str], rc: Optional[int] = None, stdout: Union[str, bytes] = "", stderr: str = "",
+                 seconds: float = 0.0, timed_out: bool = False, error: Optional[str] = None, truncated: bool = False,
+                 extra: Optional[dict] = None) -> None:
+        self.argv = argv
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.seconds = seconds
+        self.timed_out = timed_out
+        self.error = error
+        self.truncated = truncated
+        self.extra: dict = {} if extra is None else extra
 
     @property
     def ok(self) -> bool:

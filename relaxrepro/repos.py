@@ -7,15 +7,14 @@ few small files; it never walks a filesystem.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
-from urllib.parse import unquote, urlparse
 
 from . import gitfs
+from ._record import Record
+from ._sha import sha256_hex
 
 ROUTES = ("explicit", "cwd", "script", "editable", "pythonpath")
 """How a repository was found, in order of precedence for its name."""
@@ -33,17 +32,21 @@ _LAUNCHER_MODULES = {
 --nproc-per-node 8 train.py``)."""
 
 
-@dataclass
-class Found:
+class Found(Record):
     """One repository (or, without ``.git``, one source directory) and how it was reached."""
 
-    top: str
-    name: str = ""
-    found_by: List[str] = field(default_factory=list)
-    explicit_name: Optional[str] = None
-    dist_name: Optional[str] = None
-    has_git: bool = True
-    given_path: Optional[str] = None
+    _fields = ("top", "name", "found_by", "explicit_name", "dist_name", "has_git", "given_path")
+
+    def __init__(self, top: str, name: str = "", found_by: Optional[List[str]] = None,
+                 explicit_name: Optional[str] = None, dist_name: Optional[str] = None, has_git: bool = True,
+                 given_path: Optional[str] = None) -> None:
+        self.top = top
+        self.name = name
+        self.found_by: List[str] = [] if found_by is None else found_by
+        self.explicit_name = explicit_name
+        self.dist_name = dist_name
+        self.has_git = has_git
+        self.given_path = given_path
 
 
 # -- the recorded command -----------------------------------------------------------------------
@@ -139,6 +142,8 @@ def parse_direct_url(text: str) -> Optional[str]:
     url = info.get("url")
     if not isinstance(url, str) or not url.startswith("file:"):
         return None
+    from urllib.parse import unquote, urlparse  # ~6 ms with ipaddress: only for an editable install
+
     parsed = urlparse(url)
     path = unquote(parsed.path)
     return path or None
@@ -305,7 +310,6 @@ def _assign_names(entries: List[Found]) -> None:
         base = e.explicit_name or e.dist_name or os.path.basename(e.top.rstrip(os.sep)) or "root"
         name = base
         if name in taken and not e.explicit_name:
-            name = "%s-%s" % (base, hashlib.sha256(os.path.realpath(e.top).encode("utf-8", "surrogateescape"))
-                              .hexdigest()[:6])
+            name = "%s-%s" % (base, sha256_hex(os.path.realpath(e.top).encode("utf-8", "surrogateescape"))[:6])
         taken[name] = e
         e.name = name

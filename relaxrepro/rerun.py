@@ -14,10 +14,10 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import compare
+from ._record import Record
 from .compare import get, safe_text, scalar, section
 
 EXIT_REFUSED = 2
@@ -32,29 +32,38 @@ class Refusal(Exception):
     """Why a rerun cannot go ahead; the message is one line for the user."""
 
 
-@dataclass
-class Repo:
-    name: str
-    path: Optional[str]
-    commit: Optional[str]
-    patch: Dict[str, Any]
-    dirty: Any
+class Repo(Record):
+    _fields = ("name", "path", "commit", "patch", "dirty")
+
+    def __init__(self, name: str, path: Optional[str], commit: Optional[str], patch: Dict[str, Any],
+                 dirty: Any) -> None:
+        self.name = name
+        self.path = path
+        self.commit = commit
+        self.patch = patch
+        self.dirty = dirty
 
 
-@dataclass
-class Plan:
+class Plan(Record):
     """Everything the replay would do, decided from the manifest and ``--set`` values."""
 
-    argv: List[str] = field(default_factory=list)
-    env: Dict[str, str] = field(default_factory=dict)
-    skipped_env: Dict[str, str] = field(default_factory=dict)
-    cwd: Optional[str] = None
-    interpreter: Optional[str] = None
-    interpreter_version: Optional[str] = None
-    repos: List[Repo] = field(default_factory=list)
-    redacted: List[str] = field(default_factory=list)
-    """Values still holding a redaction placeholder, as ``where: value`` lines."""
-    run_id: str = ""
+    _fields = ("argv", "env", "skipped_env", "cwd", "interpreter", "interpreter_version", "repos", "redacted",
+               "run_id")
+
+    def __init__(self, argv: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
+                 skipped_env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+                 interpreter: Optional[str] = None, interpreter_version: Optional[str] = None,
+                 repos: Optional[List[Repo]] = None, redacted: Optional[List[str]] = None, run_id: str = "") -> None:
+        self.argv: List[str] = [] if argv is None else argv
+        self.env: Dict[str, str] = {} if env is None else env
+        self.skipped_env: Dict[str, str] = {} if skipped_env is None else skipped_env
+        self.cwd = cwd
+        self.interpreter = interpreter
+        self.interpreter_version = interpreter_version
+        self.repos: List[Repo] = [] if repos is None else repos
+        self.redacted: List[str] = [] if redacted is None else redacted
+        """Values still holding a redaction placeholder, as ``where: value`` lines."""
+        self.run_id = run_id
 
 
 def _as_str_list(value: Any) -> Optional[List[str]]:

@@ -13,10 +13,10 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
 from . import compare, proc
+from ._record import Record
 from .compare import safe_text, scalar, section
 
 CLONE_TIMEOUT = 1800.0
@@ -31,14 +31,17 @@ class RestoreError(Exception):
     """One line saying why a repo cannot be restored."""
 
 
-@dataclass
-class Source:
-    name: str
-    source: str
-    commit: str
-    patch: Optional[bytes]
-    submodules: List[Dict[str, str]] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
+class Source(Record):
+    _fields = ("name", "source", "commit", "patch", "submodules", "notes")
+
+    def __init__(self, name: str, source: str, commit: str, patch: Optional[bytes],
+                 submodules: Optional[List[Dict[str, str]]] = None, notes: Optional[List[str]] = None) -> None:
+        self.name = name
+        self.source = source
+        self.commit = commit
+        self.patch = patch
+        self.submodules: List[Dict[str, str]] = [] if submodules is None else submodules
+        self.notes: List[str] = [] if notes is None else notes
 
 
 def _git(*args: str, cwd: Optional[str] = None, stdin: Optional[bytes] = None,

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, List, Optional, Tuple
+
     from .manifest import Manifest
 
 SCHEMA_VERSION = "1.1"

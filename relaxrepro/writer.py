@@ -17,15 +17,14 @@ at all (temp file in the same directory, fsync, then link/rename).
 
 from __future__ import annotations
 
-import copy
 import errno
-import hashlib
 import json
 import math
 import os
-import tempfile
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ._record import Record
+from ._sha import sha256_hex
 
 MAX_BYTES = 100_000
 
@@ -35,11 +34,14 @@ KEEP_PACKAGES = frozenset({
 })
 
 
-@dataclass
-class WriteResult:
-    path: Optional[str] = None
-    sidecars: List[str] = field(default_factory=list)
-    warnings: List[str] = field(default_factory=list)
+class WriteResult(Record):
+    _fields = ("path", "sidecars", "warnings")
+
+    def __init__(self, path: Optional[str] = None, sidecars: Optional[List[str]] = None,
+                 warnings: Optional[List[str]] = None) -> None:
+        self.path = path
+        self.sidecars: List[str] = [] if sidecars is None else sidecars
+        self.warnings: List[str] = [] if warnings is None else warnings
 
 
 def jsonable(value: Any, _seen: Optional[set] = None) -> Any:
@@ -122,6 +124,8 @@ def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dic
            if "text_base64" in p or len(p["text"].encode("utf-8", "surrogateescape")) > INLINE_PATCH_BYTES]
     if not big:
         return doc, {}, []
+    import copy  # only when a patch moves: most runs never copy
+
     doc = copy.deepcopy(doc)
     sidecars: Dict[str, bytes] = {}
     notes = []
@@ -193,7 +197,7 @@ def _cut_long_strings(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: s
     def visit(node: Any, where: str) -> Any:
         if isinstance(node, str) and len(node) > 1024:
             notes.append("%s: cut from %d characters" % (where, len(node)))
-            return node[:256] + "<cut: %d chars, sha256 %s>" % (len(node), hashlib.sha256(node.encode()).hexdigest())
+            return node[:256] + "<cut: %d chars, sha256 %s>" % (len(node), sha256_hex(node.encode()))
         if isinstance(node, dict):
             return {k: visit(v, "%s.%s" % (where, k) if where else k) for k, v in node.items()}
         if isinstance(node, list):
@@ -210,7 +214,7 @@ DEGRADATION: Tuple[Step, ...] = (_drop_patch_bodies, _drop_config_contents, _sho
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(jsonable(value), sort_keys=True).encode()).hexdigest()
+    return sha256_hex(json.dumps(jsonable(value), sort_keys=True).encode())
 
 
 def safe_name(name: str) -> str:
@@ -229,6 +233,8 @@ def fit(doc: Dict[str, Any], limit: int = MAX_BYTES) -> Tuple[bytes, Dict[str, A
     data = serialize(doc)
     if len(data) <= limit:
         return data, doc, sidecars
+    import copy  # only over the cap
+
     doc = copy.deepcopy(doc)
     for step in DEGRADATION:
         if step is _drop_patch_bodies:  # moves only as many patches as the cap requires
@@ -259,7 +265,7 @@ def _synced_temp(directory: str, data: bytes, mode: int) -> str:
 
     Nothing is left behind if writing fails (disk full, file-size limit).
     """
-    fd, tmp = tempfile.mkstemp(prefix=".relaxrepro-", suffix=".tmp", dir=directory)
+    fd, tmp = _mkstemp(directory)
     try:
         try:
             view = memoryview(data)
@@ -274,6 +280,19 @@ def _synced_temp(directory: str, data: bytes, mode: int) -> str:
         _unlink_quietly(tmp)
         raise
     return tmp
+
+
+def _mkstemp(directory: str) -> Tuple[int, str]:
+    """``tempfile.mkstemp(prefix=".relaxrepro-", suffix=".tmp", dir=directory)`` without importing
+    ``tempfile`` (and ``random``, ~2 ms): a new file only we can read, never one that exists or a symlink."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        path = os.path.join(directory, ".relaxrepro-%s.tmp" % os.urandom(6).hex())
+        try:
+            return os.open(path, flags, 0o600), os.path.abspath(path)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", directory)
 
 
 def _unlink_quietly(path: str) -> None:

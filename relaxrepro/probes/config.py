@@ -7,12 +7,12 @@ collection (:func:`resolved_args`) and shared with the data probe through ``ctx.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from .._sha import sha256_hex
 from ..argparse_record import parse_argv_args, render
 from ..context import Context
 from ..runner import Outcome
@@ -74,7 +74,7 @@ def config_hash(args: Dict[str, Any], env: Dict[str, str], files: Sequence[Dict[
         "files": sorted([f.get("path"), f.get("sha256")] for f in files),
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8", "surrogatepass")
-    return "sha256:" + hashlib.sha256(blob).hexdigest()
+    return "sha256:" + sha256_hex(blob)
 
 
 # -- which files configured the run ----------------------------------------------------------------
@@ -177,6 +177,8 @@ def describe_file(path: str, cwd: str) -> Dict[str, Any]:
     if st.st_size > HASH_MAX:
         entry["error"] = "not hashed: over %d MB" % (HASH_MAX >> 20)
         return entry
+    import hashlib  # a whole file: OpenSSL is faster per byte
+
     h = hashlib.sha256()
     head = b""
     try:

@@ -11,17 +11,14 @@ with "detected dubious ownership" otherwise) and never writes: ``GIT_OPTIONAL_LO
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import re
 import stat
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
-from urllib.parse import urlsplit, urlunsplit
 
 from .. import gitfs, repos
+from .._record import Record
 from ..context import Context
 from ..runner import Outcome
 
@@ -172,6 +169,8 @@ def strip_credentials(url: str) -> str:
     """
     if "://" not in url:
         return url  # scp-like git@host:path, or a local path
+    from urllib.parse import urlsplit, urlunsplit  # ~6 ms with ipaddress: only for a URL remote
+
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -242,15 +241,21 @@ def redact_lines(redactor: Any, text: str) -> Tuple[str, List[int]]:
 
 # -- the patch ------------------------------------------------------------------------------------
 
-@dataclass
-class PatchParts:
-    body: bytes = b""
-    files: List[str] = field(default_factory=list)
-    binary_untracked: List[Dict[str, Any]] = field(default_factory=list)
-    own_outputs: List[str] = field(default_factory=list)
-    skipped_untracked: List[Dict[str, Any]] = field(default_factory=list)
-    untracked_over_limit: int = 0
-    incomplete: Optional[str] = None
+class PatchParts(Record):
+    _fields = ("body", "files", "binary_untracked", "own_outputs", "skipped_untracked", "untracked_over_limit",
+               "incomplete")
+
+    def __init__(self, body: bytes = b"", files: Optional[List[str]] = None,
+                 binary_untracked: Optional[List[Dict[str, Any]]] = None, own_outputs: Optional[List[str]] = None,
+                 skipped_untracked: Optional[List[Dict[str, Any]]] = None, untracked_over_limit: int = 0,
+                 incomplete: Optional[str] = None) -> None:
+        self.body = body
+        self.files: List[str] = [] if files is None else files
+        self.binary_untracked: List[Dict[str, Any]] = [] if binary_untracked is None else binary_untracked
+        self.own_outputs: List[str] = [] if own_outputs is None else own_outputs
+        self.skipped_untracked: List[Dict[str, Any]] = [] if skipped_untracked is None else skipped_untracked
+        self.untracked_over_limit = untracked_over_limit
+        self.incomplete = incomplete
 
 
 _OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
@@ -320,6 +325,8 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
 
     Returns (record, original bytes) — the original is only for ``--private-patch``.
     """
+    import hashlib  # only for a dirty repository: OpenSSL's ~4 ms stays off a clean run
+
     original = parts.body
     text, changed = redact_lines(redactor, original.decode("utf-8", "surrogateescape"))
     stored = text.encode("utf-8", "surrogateescape")
@@ -335,6 +342,8 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
         rec["text"] = stored.decode("utf-8")
     except UnicodeDecodeError:
         # A latin-1 source file's diff is not UTF-8; JSON can carry it only as base64.
+        import base64
+
         rec["text_base64"] = base64.b64encode(stored).decode("ascii")
     if parts.binary_untracked:
         rec["binary_untracked"] = parts.binary_untracked

@@ -14,17 +14,19 @@ to tell "same GPU" across runs without publishing an identifier.
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import os
 import re
 import threading
-import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from .._lazy_re import LazyPattern
+from .._sha import sha256_hex
 from ..context import Context
 from ..proc import ProcResult
 from ..runner import Outcome
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 SMI = "nvidia-smi"
 
@@ -57,9 +59,10 @@ _NO_VALUE = {
     "requested functionality has been deprecated", "insufficient permissions", "not available",
 }
 
-_VERSION_RE = re.compile(r"\d+(?:\.\d+)+")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_BUS_RE = re.compile(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
+# Compiled on first use: on a machine without nvidia-smi most never run (~1 ms off every start).
+_VERSION_RE = LazyPattern(r"\d+(?:\.\d+)+")
+_ANSI_RE = LazyPattern(r"\x1b\[[0-9;?]*[A-Za-z]")
+_BUS_RE = LazyPattern(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]")
 
 # Banners nvidia-smi prints before or instead of its data (stdout on most drivers, stderr on
 # some): kind, lower-case needle. Seen in NVIDIA/open-gpu-kernel-modules#387 and #862,
@@ -84,7 +87,7 @@ def uuid_hash(uuid: Optional[str]) -> Optional[str]:
     value = _clean(uuid)
     if value is None:
         return None
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:16]
+    return sha256_hex(value.encode("utf-8"))[:16]
 
 
 def _clean(value: Optional[str]) -> Optional[str]:
@@ -202,6 +205,8 @@ def parse_smi_xml(text: str) -> Dict[str, Any]:
         return {}
     end = text.rfind("</nvidia_smi_log>")
     body = text[start:end + len("</nvidia_smi_log>")] if end > start else text[start:]
+    import xml.etree.ElementTree as ET  # ~3 ms (pyexpat): only when nvidia-smi answered
+
     try:
         root = ET.fromstring(body)
     except ET.ParseError:
@@ -252,6 +257,8 @@ def read_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Dict[str
     lines = [ln for ln in strip_ansi(text or "").splitlines() if ln.strip()]
     names: Optional[List[str]] = list(fields) if fields is not None else None
     rows: List[Dict[str, str]] = []
+    import csv  # only when nvidia-smi answered
+
     for cells in csv.reader(lines, skipinitialspace=True):
         cells = [c.strip() for c in cells]
         header = len(cells) > 1 and all(re.match(r"^[A-Za-z_][\w.]*( \[.*\])?$", c) for c in cells)
@@ -299,7 +306,7 @@ def parse_query_csv(text: str, fields: Optional[Sequence[str]] = QUERY_FIELDS) -
 
 
 # ----------------------------------------------------------------------------------------- -L
-_LIST_RE = re.compile(
+_LIST_RE = LazyPattern(
     r"GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>[^)\s]+)\)"
     r"|MIG (?P<profile>\S+)\s+Device\s+(?P<mig>\d+): \(UUID: (?P<miguuid>[^)\s]+)\)"
 )
@@ -328,16 +335,16 @@ def parse_list(text: str) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ default table
-_HEADER_RE = re.compile(
+_HEADER_RE = LazyPattern(
     r"NVIDIA-SMI\s+(?P<smi>[\d.]+)\s+(?P<dlabel>Driver Version|KMD Version):\s*(?P<driver>[\d.]+)"
     r"(?:\s+(?P<clabel>CUDA Version|CUDA UMD Version):\s*(?P<cuda>[\d.]+|N/A))?"
 )
-_ROW_RE = re.compile(
+_ROW_RE = LazyPattern(
     r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?P<mode>On|Off|TCC|WDDM|MCDM|N/A)\s*\|\s*(?P<bus>"
     + _BUS_RE.pattern + r")"
 )
-_MEM_RE = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
-_MIG_ROW_RE = re.compile(
+_MEM_RE = LazyPattern(r"(\d+)MiB\s*/\s*(\d+)MiB")
+_MIG_ROW_RE = LazyPattern(
     r"^\|\s+(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s+\|\s+\d+MiB\s*/\s*(?P<mem>\d+)MiB\s*\|"
     r"\s*(?P<sm>\d+)?"
 )
@@ -520,7 +527,7 @@ def parse_version(text: str) -> Dict[str, Any]:
     return out
 
 
-_PROC_RE = re.compile(
+_PROC_RE = LazyPattern(
     r"NVRM version:\s*NVIDIA UNIX\s+(?P<open>Open\s+)?(?:\S+\s+)?Kernel Module(?:\s+for\s+\S+)?\s+(?P<v>\d+(?:\.\d+)+)"
 )
 
@@ -538,7 +545,7 @@ def parse_proc_version(text: str) -> Dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- topo -m
-_TOPO_DEV_RE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|CPU\d+)$")
+_TOPO_DEV_RE = LazyPattern(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|CPU\d+)$")
 
 
 def parse_topo(text: str) -> Dict[str, Any]:
