@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from . import redact, writer
@@ -49,7 +50,11 @@ class Outer:
 def read(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """(the manifest at ``path``, None) or (None, why not)."""
     try:
-        with open(path, "rb") as fh:
+        # O_NONBLOCK: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None, "not a regular file"
             data = fh.read(_MAX_READ + 1)
     except OSError as exc:
         return None, "cannot read it (%s)" % (exc.strerror or type(exc).__name__)

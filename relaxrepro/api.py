@@ -41,6 +41,9 @@ _lock = threading.RLock()
 _claimed = False
 """Whether this process has already tried to adopt the manifest of ``relaxrepro run`` (once per process)."""
 
+_ADOPT_S = 2.0
+"""Seconds reading run's manifest may take (a hung network filesystem) before the trainer records alone."""
+
 
 def register_updater(name: str, fn: Updater) -> None:
     """Add (or replace, by name) a step that :func:`update_manifest` runs."""
@@ -122,7 +125,14 @@ def collect_manifest(
         if adopting:  # read in this thread: RELAXREPRO_MANIFEST may sit on a hung network filesystem
             from . import adopt
 
-            outer, found["warning"] = adopt.find(ctx.env)
+            done, answer = _bounded(functools.partial(adopt.find, ctx.env), min(_ADOPT_S, limit), "adopt")
+            if done:
+                outer, found["warning"] = answer
+            else:
+                found["warning"] = "%s=%s: %s; this process writes a manifest of its own" % (
+                    adopt.ENV_MANIFEST, ctx.env.get(adopt.ENV_MANIFEST),
+                    "no answer within %g s" % min(_ADOPT_S, limit) if answer is None else
+                    "%s: %s" % (type(answer).__name__, answer))
         m = manifest.build(ctx, run_id=outer.run_id if outer is not None else None)
         if outer is not None:
             adopt.adopt_lineage(m, outer.doc, explicit)

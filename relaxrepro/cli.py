@@ -540,13 +540,14 @@ def _cmd_run(args: argparse.Namespace, command: List[str]) -> int:
     from . import outcome, proc
 
     if path is not None and doc is not None:
-        # The trainer can log which manifest describes it (and skip recording itself twice).
+        # The trainer's API adopts this run id and folds what it sees into this file (adopt.py).
         env = dict(env, RELAXREPRO_RUN_ID=str(doc.get("run_id")), RELAXREPRO_MANIFEST=os.path.abspath(path))
     result = proc.run_foreground(command, env=env)
     status = proc.exit_status(result)
     if result.error is not None:
         sys.stderr.write("relaxrepro run: cannot start %s: %s\n" % (command[0], result.error))
     if path is not None and doc is not None:
+        # record() reads the file again: the trainer may have folded its own view into it meanwhile.
         warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
                                  run_id=str(doc.get("run_id")))
         if warning:
