@@ -118,7 +118,8 @@ def fold(outer: Mapping[str, Any], inner: Mapping[str, Any]) -> Dict[str, Any]:
             if value or key not in out:  # an empty section of the trainer's does not erase run's
                 out[key] = value
         else:
-            out[key] = dict(theirs, **value)
+            out[key] = dict(theirs)
+            out[key].update(value)
     for key in OUTER_SECTIONS:
         if key not in out and key in inner:
             out[key] = inner[key]
