@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT, clean_env, run_cli, validate_manifest
 from helpers_recording import load, make_doc, manifests, put
 
-from relaxrepro import adopt
+from relaxrepro import adopt, writer
 
 EXAMPLE = ROOT / "examples" / "train.py"
 
@@ -26,12 +26,15 @@ p.add_argument("--log-dir", default="logs")
 p.add_argument("--lr", type=float, default=0.1)
 p.add_argument("--late-secret", action="store_true")
 p.add_argument("--kill", action="store_true")
+p.add_argument("--huge", action="store_true")
 args = p.parse_args()
 with relaxrepro.recorded(args, output_dir=args.log_dir) as m:
     print("trainer", m.run_id, m.path)
     m["config"]["resolved_args"]["steps_done"] = 3  # known only at exit
     if args.late_secret:  # built here, so it is in no command line: only redaction can hide it
         m["config"]["resolved_args"]["wandb_api_key"] = "hunter" + "2-late"
+    if args.huge:  # a vocabulary pasted into the arguments
+        m["config"]["resolved_args"]["vocab"] = ["tok%d" % i for i in range(30000)]
 if args.kill:  # the recorded block ended fine, then the process died
     os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -125,6 +128,18 @@ def test_changes_made_inside_the_block_survive_runs_outcome_and_are_redacted(tmp
     assert doc["outcome"]["status"] == "ok"
     assert doc["config"]["resolved_args"]["wandb_api_key"] != "hunter2-late"
     assert "hunter2-late" not in announced.read_text()
+
+
+def test_the_folded_manifest_stays_under_the_cap(tmp_path):
+    trainer = _script(tmp_path, "train.py", RECORDED)
+    res = run_cli("run", "--output-dir", "runs", "--", sys.executable, str(trainer), "--huge", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    announced = tmp_path / _run_manifest(res.stderr)
+    assert announced.stat().st_size <= writer.MAX_BYTES
+    doc = load(announced)
+    validate_manifest(doc)
+    assert any("config.resolved_args.vocab" in line for line in doc["collection"]["truncated"])
+    assert doc["config"]["resolved_args"]["steps_done"] == 3 and doc["outcome"]["status"] == "ok"
 
 
 def test_runs_signal_is_final_over_the_ok_of_recorded(tmp_path):
