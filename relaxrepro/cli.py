@@ -92,7 +92,9 @@ def _add_run(sub: "argparse._SubParsersAction") -> None:
         description="Write the manifest of COMMAND, run it (stdio passed through; SIGINT, SIGTERM, SIGHUP,\n"
         "SIGUSR1/2 forwarded), add how it ended to the manifest, and exit with its status: 128+N when\n"
         "killed by signal N, 127 when it cannot start. Use it where `python train.py` stood in an sbatch\n"
-        "script. With --strict the command is not started when a probe failed or nothing was written.",
+        "script. With --strict the command is not started when a probe failed or nothing was written.\n"
+        "A trainer that records itself (relaxrepro.recorded, write_manifest) writes into this manifest\n"
+        "(RELAXREPRO_RUN_ID, RELAXREPRO_MANIFEST): one run, one manifest.",
         epilog="example:\n  relaxrepro run --output-dir runs/ --group lr-sweep -- python train.py --lr 3e-4\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

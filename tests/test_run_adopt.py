@@ -216,7 +216,7 @@ def _outer(tmp_path: Path) -> Path:
     ("fifo", "RELAXREPRO_MANIFEST={path}: not a regular file; this process writes a manifest of its own"),
     ("run-id-unset", "RELAXREPRO_MANIFEST={path} holds run run-a, not RELAXREPRO_RUN_ID=(unset); "
                      "this process writes a manifest of its own"),
-], ids=lambda v: v if "RELAXREPRO" not in v else "")
+], ids=["mismatch", "missing", "not-json", "no-run-id", "fifo", "run-id-unset"])
 def test_a_manifest_that_cannot_be_adopted_is_left_alone(tmp_path, case, warning):
     outer = _outer(tmp_path)
     run_id = "run-b" if case == "mismatch" else "run-a"
