@@ -142,6 +142,7 @@ with relaxrepro.recorded(args, output_dir=args.log_dir, group="api-demo") as man
     print("training with lr", args.lr, "- manifest", manifest.path if manifest else None)
 PY
 show api 'PYTHONPATH=../relaxrepro.pyz python3 train_api.py --lr 0.01 --seed 7 && jq -c "{run_id, resolved: .config.resolved_args, source: .config.resolved_args_source, lineage, outcome}" ../runs/api/manifest_*.json'
+show runapi 'PYTHONPATH=../relaxrepro.pyz relaxrepro run --output-dir ../runs/wrapped --note "run + API" -- python3 train_api.py --lr 0.02 --log-dir ../runs/api2; ls ../runs/wrapped; jq -c "{run_id, argv: .command.argv, resolved: .config.resolved_args, lineage, api_probes: (.collection.api.probes | length), outcome}" ../runs/wrapped/manifest_*.json'
 echo '{"git_commit": "cfef71288ec6e797aefb3b0e388a20bee888103b", "has_uncommitted_changes": false, "python_version": "3.10.12", "hyperparams": {"lr": 0.001}, "seed": 42, "metrics": {"loss": 1.93}}' > ../runs/old_tracker.json
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d['schema_version']='1.7'; d['energy']={'kwh': 3.2}; json.dump(d,open('../runs/newer_minor.json','w'))" "$M1"
 show legacy_src 'cat ../runs/old_tracker.json; jq -c "{schema_version, energy}" ../runs/newer_minor.json'

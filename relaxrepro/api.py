@@ -38,6 +38,12 @@ The Ray issue plugs ``runtime_from_ray`` in here with :func:`register_updater`."
 
 _lock = threading.RLock()
 
+_claimed = False
+"""Whether this process has already tried to adopt the manifest of ``relaxrepro run`` (once per process)."""
+
+_ADOPT_S = 2.0
+"""Seconds reading run's manifest may take (a hung network filesystem) before the trainer records alone."""
+
 
 def register_updater(name: str, fn: Updater) -> None:
     """Add (or replace, by name) a step that :func:`update_manifest` runs."""
@@ -89,6 +95,10 @@ def collect_manifest(
     repositories by name; ``data``: input paths to fingerprint; ``parent``: a run id, a manifest path
     or a :class:`Manifest`; ``group``/``note``: lineage. Returns None (and logs one warning) when
     nothing could be collected within the deadline.
+
+    Started by ``relaxrepro run`` (``RELAXREPRO_MANIFEST`` names its manifest of ``RELAXREPRO_RUN_ID``),
+    the first manifest collected by rank 0 of the process takes run's run id and its lineage (unless
+    ``parent``/``group``/``note`` are given here), and :func:`write_manifest` folds it into run's file.
     """
     try:
         from .context import DEADLINE, Context
@@ -101,16 +111,37 @@ def collect_manifest(
             if value is not None:
                 options[key] = value
         ctx = Context(env=env, argv=argv, argv_source="api", deadline_s=limit, options=options)
+        explicit = {key for key in ("parent", "group", "note") if key in options}
+        adopting = _claim(env if env is not None else os.environ)
     except Exception as exc:
         log.warning("relaxrepro: could not collect a manifest: %s: %s", type(exc).__name__, exc)
         return None
+    found: Dict[str, Any] = {}
 
     def build() -> Manifest:
         from . import manifest
 
-        return manifest.build(ctx)
+        outer = None
+        if adopting:  # read in this thread: RELAXREPRO_MANIFEST may sit on a hung network filesystem
+            from . import adopt
+
+            done, answer = _bounded(functools.partial(adopt.find, ctx.env), min(_ADOPT_S, limit), "adopt")
+            if done:
+                outer, found["warning"] = answer
+            else:
+                found["warning"] = "%s=%s: %s; this process writes a manifest of its own" % (
+                    adopt.ENV_MANIFEST, ctx.env.get(adopt.ENV_MANIFEST),
+                    "no answer within %g s" % min(_ADOPT_S, limit) if answer is None else
+                    "%s: %s" % (type(answer).__name__, answer))
+        m = manifest.build(ctx, run_id=outer.run_id if outer is not None else None)
+        if outer is not None:
+            adopt.adopt_lineage(m, outer.doc, explicit)
+            m._outer = outer  # type: ignore[attr-defined]  # where write_manifest folds it
+        return m
 
     finished, value = _bounded(build, limit + _GRACE_S, "collect")
+    if found.get("warning"):
+        log.warning("relaxrepro: %s", found["warning"])
     if not finished:
         why = "%s: %s" % (type(value).__name__, value) if value is not None else \
             "still running after %.0f s; gave up waiting" % (limit + _GRACE_S)
@@ -119,6 +150,24 @@ def collect_manifest(
     m: Manifest = value
     _warn_problems(m, "partial manifest")
     return m
+
+
+def _claim(env: Mapping[str, str]) -> bool:
+    """True for the one call per process that may adopt the manifest of ``relaxrepro run``.
+
+    Only rank 0 adopts, as only rank 0 records: under ``relaxrepro run -- torchrun ...`` the other
+    ranks' ``collect_manifest(all_ranks)`` calls must not all rewrite one file. Later calls in the same
+    process (``@recorded`` on a function called per trial) are runs of their own, with their own files.
+    """
+    global _claimed
+    # The name adopt.ENV_MANIFEST, spelled out: adopt is imported only when it is set.
+    if not env.get("RELAXREPRO_MANIFEST") or _rank(env) not in (None, 0):
+        return False
+    with _lock:
+        if _claimed:
+            return False
+        _claimed = True
+    return True
 
 
 def _warn_problems(m: Manifest, what: str) -> None:
@@ -203,6 +252,11 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
     Default directory: ``$RELAXREPRO_OUTPUT_DIR``, else ``.``. Returns the path, or None (one
     warning logged). Writing the same manifest to the same directory again returns the first path:
     a manifest is written once.
+
+    A manifest that adopted the run of ``relaxrepro run`` (see :func:`collect_manifest`) is folded
+    into run's file instead, whatever ``directory`` says (one run, one manifest), and every call
+    folds again, so later changes are kept; its path is returned. Should that file be gone or hold
+    another run now, the manifest is written to ``directory`` as usual, under a fresh run id.
     """
     if manifest is None:
         return None
@@ -211,6 +265,18 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
 
         target = os.fspath(directory) if directory is not None else os.environ.get("RELAXREPRO_OUTPUT_DIR") or "."
         with _lock:
+            outer = getattr(manifest, "_outer", None)
+            if outer is not None:
+                from . import adopt
+
+                path, why = adopt.write(outer, manifest, first=getattr(manifest, "path", None) != outer.path)
+                if path is not None:
+                    manifest.path = path
+                    return path
+                log.warning("relaxrepro: %s; writing a manifest of its own", why)
+                manifest._outer = None  # type: ignore[attr-defined]
+                manifest.path = None
+                manifest["run_id"] = _manifest.new_run_id()  # run's id stays run's file's alone
             earlier = getattr(manifest, "path", None)
             if earlier and os.path.isfile(earlier) and _same_dir(os.path.dirname(earlier), target):
                 return earlier
@@ -253,6 +319,7 @@ class _State:
         self.manifest = manifest
         self.path = path
         self.started = started
+        self.out: Optional[str] = None
 
 
 class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / ``@recorded(...)``
@@ -262,7 +329,9 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
     function is one recorded run. The exception, ``sys.exit`` code or ``KeyboardInterrupt`` passes
     through untouched. Only rank 0 (``RANK``, else ``SLURM_PROCID``) records unless ``all_ranks``.
     Changes made to the manifest inside the block (``update_manifest`` after ``ray.init()``) are
-    written at exit together with the outcome.
+    written at exit together with the outcome. Under ``relaxrepro run`` both go into run's manifest
+    (see :func:`write_manifest`); run then lays the process's exit status or signal over this
+    outcome, which keeps ``exception_type`` from here.
     """
 
     def __init__(self, args: Any = None, output_dir: "os.PathLike[str] | str | None" = None, *,
@@ -293,6 +362,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 return None
             out = os.fspath(self._output_dir) if self._output_dir is not None else \
                 env.get("RELAXREPRO_OUTPUT_DIR") or "."
+            state.out = out
             m = collect_manifest(self._args, output_dir=out, **self._options)
             m = update_manifest(m)
             state.manifest = m
@@ -311,6 +381,13 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
             from . import outcome
 
             result = outcome.from_exit(exc_type, exc, state.started)
+            if getattr(state.manifest, "_outer", None) is not None:
+                # Under relaxrepro run the outcome goes into run's manifest with the rest; run lays the
+                # process's exit status or signal over it once the command has exited, keeping only
+                # our exception_type (what run cannot see).
+                state.manifest["outcome"] = result
+                write_manifest(state.manifest, state.out)  # warns on its own
+                return False
             warning = outcome.record(state.path, result, run_id=state.manifest.run_id, doc=state.manifest)
             if warning:
                 log.warning("relaxrepro: %s", warning)

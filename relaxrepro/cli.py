@@ -122,7 +122,9 @@ def _add_run(sub: "argparse._SubParsersAction") -> None:
         description="Write the manifest of COMMAND, run it (stdio passed through; SIGINT, SIGTERM, SIGHUP,\n"
         "SIGUSR1/2 forwarded), add how it ended to the manifest, and exit with its status: 128+N when\n"
         "killed by signal N, 127 when it cannot start. Use it where `python train.py` stood in an sbatch\n"
-        "script. With --strict the command is not started when a probe failed or nothing was written.",
+        "script. With --strict the command is not started when a probe failed or nothing was written.\n"
+        "A trainer that records itself (relaxrepro.recorded, write_manifest) writes into this manifest\n"
+        "(RELAXREPRO_RUN_ID, RELAXREPRO_MANIFEST): one run, one manifest.",
         epilog="example:\n  relaxrepro run --output-dir runs/ --group lr-sweep -- python train.py --lr 3e-4\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -570,13 +572,14 @@ def _cmd_run(args: argparse.Namespace, command: List[str]) -> int:
     from . import outcome, proc
 
     if path is not None and doc is not None:
-        # The trainer can log which manifest describes it (and skip recording itself twice).
+        # The trainer's API adopts this run id and folds what it sees into this file (adopt.py).
         env = dict(env, RELAXREPRO_RUN_ID=str(doc.get("run_id")), RELAXREPRO_MANIFEST=os.path.abspath(path))
     result = proc.run_foreground(command, env=env)
     status = proc.exit_status(result)
     if result.error is not None:
         sys.stderr.write("relaxrepro run: cannot start %s: %s\n" % (command[0], result.error))
     if path is not None and doc is not None:
+        # record() reads the file again: the trainer may have folded its own view into it meanwhile.
         warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
                                  run_id=str(doc.get("run_id")))
         if warning:
