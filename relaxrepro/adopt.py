@@ -17,9 +17,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any, Dict, Mapping, Optional, Tuple
 
 from . import redact, writer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, Mapping, Optional, Tuple
 
 ENV_RUN_ID = "RELAXREPRO_RUN_ID"
 ENV_MANIFEST = "RELAXREPRO_MANIFEST"

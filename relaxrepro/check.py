@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import compare
 from ._record import Record
 from .compare import KEY_PACKAGES, MISSING, get, safe_text, scalar, section
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 PASS, WARN, FAIL, INFO, NOT_RECORDED = "PASS", "WARN", "FAIL", "INFO", "not recorded"
 VERDICTS = (FAIL, WARN, PASS, INFO, NOT_RECORDED)

@@ -19,7 +19,10 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Dict, List, Mapping, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Mapping, Optional
 
 FILENAME = "facts-v1.json"
 MAX_ENTRIES = 256  # a node sees a handful of CUDA installs; bound the file anyway (~40 KB)

@@ -12,9 +12,12 @@ import datetime as _dt
 import json
 import os
 import time
-from typing import Any, Dict, Optional
 
 from . import writer
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, Optional
 
 
 def utc_now_iso() -> str:

@@ -15,9 +15,12 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 from ._record import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Callable, List, Mapping, Optional, Sequence, Union
 
 MAX_OUTPUT = 4 * 1024 * 1024
 """Bytes kept per stream; the rest is read and dropped so the child never blocks on a full pipe."""

@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from . import gitfs
 from ._record import Record
 from ._sha import sha256_hex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 ROUTES = ("explicit", "cwd", "script", "editable", "pythonpath")
 """How a repository was found, in order of precedence for its name."""

@@ -14,11 +14,14 @@ import os
 import re
 import shlex
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import compare
 from ._record import Record
 from .compare import get, safe_text, scalar, section
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 EXIT_REFUSED = 2
 """Refused before running anything (the command's own status is passed through otherwise)."""

@@ -8,10 +8,13 @@ still exits promptly.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from ._record import FrozenRecord, Record
 from .context import Context
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 STATUSES = ("ok", "partial", "absent", "failed", "timeout", "skipped")
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional, Tuple
 
 from .. import fingerprint
 from ..context import Context
 from ..runner import Outcome
 from . import config
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Optional, Tuple
 
 INPUT_KEYS = config.INPUT_KEYS
 REVISION_KEYS = ("revision", "model_revision", "hf_revision", "dataset_revision", "tokenizer_revision")

@@ -15,12 +15,15 @@ import os
 import re
 import stat
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import gitfs, repos
 from .._record import Record
 from ..context import Context
 from ..runner import Outcome
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 UNTRACKED_LISTED = 100
 """Untracked files named (with sizes) in ``untracked.files``; the count is always exact."""

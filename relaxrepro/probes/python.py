@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict
 
 from .. import interpreter
 from ..context import Context
 from ..runner import Outcome
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict
 
 
 def collect(ctx: Context) -> Outcome:

@@ -9,10 +9,13 @@ Only the environment and an already-imported torch are read from the live proces
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Mapping, Optional
 
 from ..context import Context
 from ..runner import Outcome
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Mapping, Optional
 
 SEED_KEYS = ("seed", "random_seed", "data_seed", "rng_seed", "manual_seed")
 ENV_SWITCHES = (

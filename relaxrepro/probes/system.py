@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Optional, Tuple
 
 from ..context import Context
 from ..redact import machine_hostname
 from ..runner import Outcome
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, Optional, Tuple
 
 
 def parse_os_release(text: str) -> Dict[str, str]:
