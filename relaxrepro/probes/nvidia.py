@@ -255,7 +255,8 @@ def read_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Dict[str
 
     Lines that are not rows of the expected width (banners, garbage) are skipped.
     """
-    lines = [ln for ln in strip_ansi(text or "").splitlines() if ln.strip()]
+    # NUL bytes from a lying tool: csv on Python 3.8-3.10 raises "line contains NUL" on them.
+    lines = [ln.replace("\0", "") for ln in strip_ansi(text or "").splitlines() if ln.strip()]
     names: Optional[List[str]] = list(fields) if fields is not None else None
     rows: List[Dict[str, str]] = []
     import csv  # only when nvidia-smi answered
