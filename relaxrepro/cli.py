@@ -156,8 +156,9 @@ def _add_compare(sub: "argparse._SubParsersAction") -> None:
 def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
     fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
                         description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
-                        "digest of a tree) and cache per-file digests in $XDG_CACHE_HOME/relaxrepro (else "
-                        "~/.cache/relaxrepro), so 'generate' records them at launch without rereading.")
+                        "digest of a tree) and cache per-file digests in $RELAXREPRO_CACHE_DIR (else "
+                        "$XDG_CACHE_HOME/relaxrepro, else ~/.cache/relaxrepro), so 'generate' records them at "
+                        "launch without rereading.")
     fp.add_argument("paths", metavar="PATH", nargs="+")
     fp.add_argument("--json", action="store_true", help="print the results as JSON")
 

@@ -32,6 +32,12 @@ def cache_dir(env: Mapping[str, str]) -> Optional[str]:
     """The cache directory for ``env``, or None when caching is off or no home is known."""
     if env.get("RELAXREPRO_NO_CACHE"):
         return None
+    return base_dir(env)
+
+
+def base_dir(env: Mapping[str, str]) -> Optional[str]:
+    """relaxrepro's per-user directory (also of the fingerprint cache, which RELAXREPRO_NO_CACHE leaves
+    alone: it holds digests a user computed on purpose), or None when no home is known."""
     if env.get("RELAXREPRO_CACHE_DIR"):
         return env["RELAXREPRO_CACHE_DIR"]
     base = env.get("XDG_CACHE_HOME")

@@ -347,14 +347,12 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
 # -- the persistent cache --------------------------------------------------------------------------
 
 def default_cache_path(env: Mapping[str, str]) -> Optional[str]:
-    """``$XDG_CACHE_HOME/relaxrepro/fingerprints.sqlite``, else under ``$HOME/.cache``."""
-    base = env.get("XDG_CACHE_HOME")
-    if not base:
-        home = env.get("HOME")
-        if not home:
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, "relaxrepro", "fingerprints.sqlite")
+    """``fingerprints.sqlite`` in relaxrepro's per-user directory (``$RELAXREPRO_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/relaxrepro``, else ``~/.cache/relaxrepro``)."""
+    from .facts import base_dir
+
+    base = base_dir(env)
+    return None if base is None else os.path.join(base, "fingerprints.sqlite")
 
 
 _SCHEMA = (

@@ -250,3 +250,5 @@ def test_default_cache_path():
         "/x/relaxrepro/fingerprints.sqlite"
     assert fingerprint.default_cache_path({"HOME": "/h"}) == "/h/.cache/relaxrepro/fingerprints.sqlite"
     assert fingerprint.default_cache_path({}) is None
+    assert fingerprint.default_cache_path({"RELAXREPRO_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x",
+                                           "RELAXREPRO_NO_CACHE": "1"}) == "/c/fingerprints.sqlite"
