@@ -162,14 +162,5 @@ def write(outer: Outer, inner: Mapping[str, Any], *, first: bool) -> Tuple[Optio
 def _replace(path: str, run_id: str, doc: Dict[str, Any], inner: Mapping[str, Any]) -> None:
     private = dict(getattr(inner, "private_sidecars", None) or {})
     merged = redact.redact_document(fold(doc, inner), redact.Redactor.for_environment(os.environ))
-    data, _written, sidecars = writer.fit(merged)
-    directory = os.path.dirname(path)
-    bodies = [(name, body, 0o644) for name, body in sorted(sidecars.items())]
-    bodies += [("manifest_%s.%s.private.patch" % (run_id, writer.safe_name(name)), body, 0o600)
-               for name, body in sorted(private.items())]
-    for name, body, mode in bodies:
-        try:
-            writer.write_exclusive(os.path.join(directory, name), body, mode=mode)
-        except FileExistsError:
-            pass  # run wrote it already, for this very run
-    writer.replace_atomically(path, data)
+    writer.rewrite(path, merged, [("manifest_%s.%s.private.patch" % (run_id, writer.safe_name(name)), body, 0o600)
+                                  for name, body in sorted(private.items())])

@@ -87,14 +87,7 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
             doc = on_disk
         previous = doc.get("outcome")
         doc["outcome"] = dict(previous, **outcome) if isinstance(previous, dict) else dict(outcome)
-        data, _written, sidecars = writer.fit(doc)
-        directory = os.path.dirname(os.path.abspath(path))
-        for name, body in sidecars.items():  # the outcome tipped it over the cap: the patch moves out
-            try:
-                writer.write_exclusive(os.path.join(directory, name), body)
-            except FileExistsError:
-                pass
-        writer.replace_atomically(path, data)
+        writer.rewrite(path, doc)  # the outcome may tip it over the cap: then the patch moves out
         return None
     except (OSError, ValueError) as exc:
         reason = writer.describe_os_error(exc, path) if isinstance(exc, OSError) else "%s: %s" % (path, exc)

@@ -27,7 +27,7 @@ from ._sha import sha256_hex
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 MAX_BYTES = 100_000
 
@@ -350,6 +350,22 @@ def replace_atomically(path: str, data: bytes) -> None:
     finally:
         if tmp:
             _unlink_quietly(tmp)
+
+
+def rewrite(path: str, doc: Dict[str, Any], extra_sidecars: Sequence[Tuple[str, bytes, int]] = ()) -> None:
+    """Replace the manifest at ``path`` with ``doc`` (already redacted): fitted under the cap, the
+    sidecars that fitting moves out (and ``extra_sidecars``: (name, body, mode)) written beside it
+    unless they exist already (written for this very run), then the file replaced atomically. Raises
+    OSError."""
+    data, _written, sidecars = fit(doc)
+    directory = os.path.dirname(os.path.abspath(path))
+    bodies = [(name, body, 0o644) for name, body in sorted(sidecars.items())] + list(extra_sidecars)
+    for name, body, mode in bodies:
+        try:
+            write_exclusive(os.path.join(directory, name), body, mode=mode)
+        except FileExistsError:
+            pass
+    replace_atomically(path, data)
 
 
 def _fsync_dir(directory: str) -> None:

@@ -343,7 +343,8 @@ def _nvcc(ctx: Context, out: Outcome) -> Dict[str, str]:
     # (CUDA_HOME, modules), so only an ELF file's answer is remembered.
     known = facts.for_context(ctx)
     key = facts.file_key(tool) if _is_elf(tool) else None
-    text = known.get("tool-output", None if key is None else "nvcc --version|" + key)
+    key = None if key is None else "nvcc --version|" + key
+    text = known.get("tool-output", key)
     if not isinstance(text, str):
         res = ctx.run([tool, "--version"], timeout=2.0)
         if not res.ok:
@@ -353,8 +354,8 @@ def _nvcc(ctx: Context, out: Outcome) -> Dict[str, str]:
     parsed = parse_nvcc(text)
     if not parsed:
         out.warn("nvcc --version printed no release line")
-    elif key is not None:
-        known.put("tool-output", "nvcc --version|" + key, text)
+    else:
+        known.put("tool-output", key, text)  # a None key stores nothing
     return parsed
 
 
