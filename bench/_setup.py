@@ -142,7 +142,7 @@ def merge_inputs(work: str, n: int = 1000) -> List[str]:
     """(manifest, fragment dir) with ``n`` node fragments from a real A100 capture (bench/merge.py's)."""
     import merge
 
-    from relaxrepro import node
+    from relaxrepro.manifest import nodes as node
 
     d = os.path.join(work, "nodes")
     os.makedirs(d)

@@ -16,8 +16,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from relaxrepro.context import Context  # noqa: E402
-from relaxrepro.probes import nvidia  # noqa: E402
+from relaxrepro.collect.context import Context  # noqa: E402
+from relaxrepro.collect.probes import nvidia  # noqa: E402
 
 FX = os.path.join(ROOT, "tests", "fixtures", "nvidia")
 PARSERS = {"xml": nvidia.parse_smi_xml, "csv": lambda t: nvidia.parse_query_csv(t, None), "list": nvidia.parse_list,

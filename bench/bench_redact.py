@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from relaxrepro.redact import Redactor, redact_document  # noqa: E402
+from relaxrepro.manifest.redact import Redactor, redact_document  # noqa: E402
 
 
 def make_doc(target_kb: int) -> dict:

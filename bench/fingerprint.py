@@ -21,7 +21,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from relaxrepro import fingerprint  # noqa: E402
+from relaxrepro.collect import fingerprint  # noqa: E402
 
 
 def _best(fn, repeat):

@@ -23,9 +23,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from relaxrepro import interpreter  # noqa: E402
-from relaxrepro.context import Context  # noqa: E402
-from relaxrepro.probes import git as git_probe  # noqa: E402
+from relaxrepro.collect import interpreter  # noqa: E402
+from relaxrepro.collect.context import Context  # noqa: E402
+from relaxrepro.collect.probes import git as git_probe  # noqa: E402
 
 ENV = {"GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.com", "GIT_COMMITTER_NAME": "b",
        "GIT_COMMITTER_EMAIL": "b@example.com", "GIT_CONFIG_NOSYSTEM": "1"}

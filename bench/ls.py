@@ -23,7 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from relaxrepro import index, writer  # noqa: E402
+from relaxrepro.manifest import index, writer  # noqa: E402
 
 
 def build_tree(base: str, runs: int, kb: int) -> None:

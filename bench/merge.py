@@ -21,8 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from relaxrepro import node  # noqa: E402
-from relaxrepro.context import Context  # noqa: E402
+from relaxrepro.collect.context import Context  # noqa: E402
+from relaxrepro.manifest import nodes as node  # noqa: E402
 
 XML = os.path.join(ROOT, "tests", "fixtures", "nvidia", "xml", "telegraf__a100-sxm4-v12.xml")
 

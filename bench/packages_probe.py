@@ -15,9 +15,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from relaxrepro.context import Context  # noqa: E402
-from relaxrepro.interpreter import Interpreter  # noqa: E402
-from relaxrepro.probes import packages  # noqa: E402
+from relaxrepro.collect.context import Context  # noqa: E402
+from relaxrepro.collect.interpreter import Interpreter  # noqa: E402
+from relaxrepro.collect.probes import packages  # noqa: E402
 
 TARGET_MS = 30.0
 

@@ -13,8 +13,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from relaxrepro.context import Context  # noqa: E402
-from relaxrepro.probes import ray  # noqa: E402
+from relaxrepro.collect.context import Context  # noqa: E402
+from relaxrepro.collect.probes import ray  # noqa: E402
 
 
 def main() -> None:

@@ -90,7 +90,7 @@ def main() -> int:
         sys.path.insert(0, str(ROOT))
         import io
 
-        from relaxrepro import diff
+        from relaxrepro.commands import diff
 
         t0 = time.perf_counter()
         n = 50

@@ -14,9 +14,9 @@ _LAZY = {
     "update_manifest": "relaxrepro.api",
     "write_manifest": "relaxrepro.api",
     "recorded": "relaxrepro.api",
-    "load_manifest": "relaxrepro.schema",
-    "ManifestError": "relaxrepro.schema",
-    "Manifest": "relaxrepro.manifest",
+    "load_manifest": "relaxrepro.manifest.reader",
+    "ManifestError": "relaxrepro.manifest.reader",
+    "Manifest": "relaxrepro.manifest.model",
 }
 
 

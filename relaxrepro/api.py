@@ -22,7 +22,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .manifest import Manifest
+from .manifest.model import Manifest
+from .record import session
 
 log = logging.getLogger("relaxrepro")
 
@@ -101,7 +102,7 @@ def collect_manifest(
     ``parent``/``group``/``note`` are given here), and :func:`write_manifest` folds it into run's file.
     """
     try:
-        from .context import DEADLINE, Context
+        from .collect.context import DEADLINE, Context
 
         limit = float(deadline_s) if deadline_s else DEADLINE
         if argv is None:
@@ -119,11 +120,11 @@ def collect_manifest(
     found: Dict[str, Any] = {}
 
     def build() -> Manifest:
-        from . import manifest
+        from .collect.assemble import build as assemble
 
         outer = None
         if adopting:  # read in this thread: RELAXREPRO_MANIFEST may sit on a hung network filesystem
-            from . import adopt
+            from .record import adopt
 
             done, answer = _bounded(functools.partial(adopt.find, ctx.env), min(_ADOPT_S, limit), "adopt")
             if done:
@@ -133,7 +134,7 @@ def collect_manifest(
                     adopt.ENV_MANIFEST, ctx.env.get(adopt.ENV_MANIFEST),
                     "no answer within %g s" % min(_ADOPT_S, limit) if answer is None else
                     "%s: %s" % (type(answer).__name__, answer))
-        m = manifest.build(ctx, run_id=outer.run_id if outer is not None else None)
+        m = assemble(ctx, run_id=outer.run_id if outer is not None else None)
         if outer is not None:
             adopt.adopt_lineage(m, outer.doc, explicit)
             m._outer = outer  # type: ignore[attr-defined]  # where write_manifest folds it
@@ -161,7 +162,7 @@ def _claim(env: Mapping[str, str]) -> bool:
     """
     global _claimed
     # The name adopt.ENV_MANIFEST, spelled out: adopt is imported only when it is set.
-    if not env.get("RELAXREPRO_MANIFEST") or _rank(env) not in (None, 0):
+    if not env.get("RELAXREPRO_MANIFEST") or not session.records_here(env):
         return False
     with _lock:
         if _claimed:
@@ -171,7 +172,7 @@ def _claim(env: Mapping[str, str]) -> bool:
 
 
 def _warn_problems(m: Manifest, what: str) -> None:
-    from .manifest import probe_problems
+    from .collect.assemble import probe_problems
 
     problems = probe_problems(m)
     lineage = m.get("lineage") if isinstance(m.get("lineage"), dict) else {}
@@ -194,8 +195,8 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
     if manifest is None:
         return None
     try:
-        from . import runner
-        from .context import DEADLINE
+        from .collect import runner
+        from .collect.context import DEADLINE
 
         with _lock:
             updaters = list(_UPDATERS)
@@ -226,7 +227,7 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
                 collection.setdefault("probes", {})[name] = entry
         if per_node:
             # One zero-CPU Ray task per alive node collects that node's fragment (issue 10).
-            from . import node
+            from .collect import node
 
             wait = float(given) if given else node.PER_NODE_DEADLINE
             finished, value = _bounded(functools.partial(node.update_per_node, manifest, wait), wait + _GRACE_S,
@@ -261,13 +262,13 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
     if manifest is None:
         return None
     try:
-        from . import manifest as _manifest
+        from .manifest.model import new_run_id
 
-        target = os.fspath(directory) if directory is not None else os.environ.get("RELAXREPRO_OUTPUT_DIR") or "."
+        target = session.output_dir(directory, os.environ)
         with _lock:
             outer = getattr(manifest, "_outer", None)
             if outer is not None:
-                from . import adopt
+                from .record import adopt
 
                 path, why = adopt.write(outer, manifest, first=getattr(manifest, "path", None) != outer.path)
                 if path is not None:
@@ -276,7 +277,7 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
                 log.warning("relaxrepro: %s; writing a manifest of its own", why)
                 manifest._outer = None  # type: ignore[attr-defined]
                 manifest.path = None
-                manifest["run_id"] = _manifest.new_run_id()  # run's id stays run's file's alone
+                manifest["run_id"] = new_run_id()  # run's id stays run's file's alone
             earlier = getattr(manifest, "path", None)
             if earlier and os.path.isfile(earlier) and _same_dir(os.path.dirname(earlier), target):
                 return earlier
@@ -284,13 +285,7 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
                 os.makedirs(target, exist_ok=True)
             except OSError:
                 pass  # manifest.write names the reason
-            result = _manifest.write(manifest, directory=target)
-            if result.path is not None and isinstance(manifest, Manifest):
-                manifest.path = result.path
-                # A clash with an existing file made the writer pick a fresh run id: follow it.
-                name = os.path.basename(result.path)
-                if name != "manifest_%s.json" % manifest.get("run_id"):
-                    manifest["run_id"] = name[len("manifest_"):-len(".json")]
+            result = session.write(manifest, directory=target)  # follows a fresh run id taken on a clash
         if result.warnings:
             log.warning("relaxrepro: %s", "; ".join(result.warnings))
         return result.path
@@ -304,14 +299,6 @@ def _same_dir(a: str, b: str) -> bool:
         return os.path.samefile(a or ".", b or ".")
     except OSError:
         return False
-
-
-def _rank(env: Mapping[str, str]) -> Optional[int]:
-    for name in ("RANK", "SLURM_PROCID"):
-        value = env.get(name)
-        if value is not None and value.strip().lstrip("-").isdigit():
-            return int(value)
-    return None
 
 
 class _State:
@@ -357,11 +344,9 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         stack.append(state)
         try:
             env = self._options.get("env") or os.environ
-            rank = _rank(env)
-            if rank not in (None, 0) and not self._all_ranks:
+            if not session.records_here(env, self._all_ranks):
                 return None
-            out = os.fspath(self._output_dir) if self._output_dir is not None else \
-                env.get("RELAXREPRO_OUTPUT_DIR") or "."
+            out = session.output_dir(self._output_dir, env)
             state.out = out
             m = collect_manifest(self._args, output_dir=out, **self._options)
             m = update_manifest(m)
@@ -378,7 +363,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
             state = stack.pop() if stack else None
             if state is None or state.path is None or state.manifest is None:
                 return False
-            from . import outcome
+            from .record import outcome
 
             result = outcome.from_exit(exc_type, exc, state.started)
             if getattr(state.manifest, "_outer", None) is not None:
@@ -408,9 +393,10 @@ def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:
     ray = sys.modules.get("ray")
     if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
         return None
-    from . import redact, runner
-    from .probes import ray as ray_probe
-    from .probes import training
+    from .collect import runner
+    from .collect.probes import ray as ray_probe
+    from .collect.probes import training
+    from .manifest import redact
 
     live = ray_probe.runtime_from_ray_nodes(
         ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)

@@ -1,4 +1,5 @@
-"""The command line: ``main(argv) -> int``, one ``_cmd_<name>`` per subcommand, exit codes in one place.
+"""The command line: argparse only. ``main(argv) -> int`` parses, then hands the arguments to
+``relaxrepro.commands.<name>.run(args)``; the exit codes live in :mod:`relaxrepro.commands._common`.
 
 A subcommand imports only what it uses, so ``--version`` and reading commands start fast.
 """
@@ -7,20 +8,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
 from ._version import __version__
+from .commands._common import EXIT_FAIL, EXIT_USAGE, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, List, Optional, Sequence, Tuple
 
-EXIT_OK = 0
-EXIT_FAIL = 1
-EXIT_USAGE = 2
-
-_RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 _EPILOG = """\
 examples:
@@ -262,42 +258,6 @@ _SUBCOMMANDS = (
 )
 
 
-def _pairs(values: Sequence[str], flag: str) -> dict:
-    """``NAME=PATH`` options as a dict; a value without ``=`` is a usage error."""
-    out = {}
-    for value in values:
-        name, sep, rest = value.partition("=")
-        if not sep or not name:
-            raise _Exit(EXIT_USAGE, "relaxrepro: error: %s %r: expected NAME=VALUE\n" % (flag, value))
-        out[name] = rest
-    return out
-
-
-def _cmd_check(args: argparse.Namespace, command: List[str]) -> int:
-    from . import check
-
-    return check.run_cli(args.manifest, repos=_pairs(args.repo, "--repo"), as_json=args.json, strict=args.strict)
-
-
-def _cmd_diff(args: argparse.Namespace, command: List[str]) -> int:
-    from . import diff
-
-    return diff.run(args.old, args.new, as_json=args.json, include_volatile=args.all, env=os.environ)
-
-
-def _cmd_rerun(args: argparse.Namespace, command: List[str]) -> int:
-    from . import rerun
-
-    return rerun.run_cli(args.manifest, dry_run=args.dry_run, values=_pairs(args.set_values, "--set"),
-                         repos=_pairs(args.repo, "--repo"))
-
-
-def _cmd_restore(args: argparse.Namespace, command: List[str]) -> int:
-    from . import restore
-
-    return restore.run_cli(args.manifest, args.into, sources=_pairs(args.sources, "--from"))
-
-
 def _split_command(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
     argv = list(argv)
     if "--" in argv:
@@ -319,8 +279,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         if command and args.command not in ("generate", "run"):
             parser.error("'--' and a command are only taken by generate and run")
-        handler = globals()["_cmd_" + args.command.replace("-", "_")]
-        return int(handler(args, command))
+        args.command_argv = command
+        import importlib
+
+        module = importlib.import_module("relaxrepro.commands." + args.command)
+        try:
+            return int(module.run(args))
+        except UsageError as exc:
+            sys.stderr.write(exc.message + "\n")
+            return EXIT_USAGE
     except _Exit as exc:
         if exc.message:
             sys.stderr.write(exc.message)
@@ -333,340 +300,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_FAIL
 
 
-def _rank(env: dict) -> Optional[int]:
-    for name in ("RANK", "SLURM_PROCID"):
-        value = env.get(name)
-        if value is not None and value.strip().lstrip("-").isdigit():
-            return int(value)
-    return None
-
-
-_REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-def _parse_repos(items: Sequence[str]) -> Tuple[dict, Optional[str]]:
-    """``--repo NAME=PATH`` values -> ({name: path}, None) or ({}, the problem in one line)."""
-    repos: dict = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not path:
-            return {}, "--repo %r: expected NAME=PATH (e.g. --repo megatron=/opt/Megatron-LM)" % item
-        if not _REPO_NAME_RE.match(name):
-            return {}, "--repo %r: NAME may hold letters, digits, '.', '_' and '-' only" % item
-        if name in repos:
-            return {}, "--repo %r: NAME %s given twice" % (item, name)
-        repos[name] = path
-    return repos, None
-
-
-def _record(args: argparse.Namespace, command: List[str], env: dict, verb: str
-            ) -> Tuple[Optional[int], Optional[dict], Optional[str], List[str]]:
-    """Collect and write as ``generate`` does: (exit code to stop with, document, path, probe problems).
-
-    Shared by ``generate`` and ``run``. Skipped on ranks other than 0 unless ``--all-ranks``.
-    """
-    rank = _rank(env)
-    if rank not in (None, 0) and not args.all_ranks:
-        return None, None, None, []  # under a multi-rank launcher only rank 0 writes
-    if args.run_id is None and env.get("RELAXREPRO_RUN_ID"):
-        args.run_id = env["RELAXREPRO_RUN_ID"]  # shared with every node's --node-report, so merge can match them
-    if args.run_id is not None and not _RUN_ID_RE.match(args.run_id):
-        sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
-                         % (verb, args.run_id))
-        return EXIT_USAGE, None, None, []
-
-    repos, problem = _parse_repos(args.repo)
-    if problem:
-        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, problem))
-        return EXIT_USAGE, None, None, []
-
-    from . import manifest
-    from .context import Context
-    from .redact import Redactor
-
-    try:
-        redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
-    except ValueError as exc:
-        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, exc))
-        return EXIT_USAGE, None, None, []
-    directory = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or ".")
-    options = {"parent": args.parent, "group": args.group, "note": args.note,
-               "output_dir": directory or os.path.dirname(os.path.abspath(args.output)),
-               "env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
-               "private_patch": args.private_patch, "python": args.python}
-    if args.args_json is not None:
-        loaded = _load_args_json(args.args_json)
-        if isinstance(loaded, str):
-            sys.stderr.write("relaxrepro %s: error: --args-json %s: %s\n" % (verb, args.args_json, loaded))
-            return EXIT_USAGE, None, None, []
-        options["args_json"] = loaded
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none",
-                  options={k: v for k, v in options.items() if v is not None})
-    doc = manifest.build(ctx, run_id=args.run_id, redactor=redactor)
-    if rank is not None:
-        doc.setdefault("runtime", {})["rank"] = rank
-    problems = manifest.probe_problems(doc)
-    for line in problems:
-        sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
-    lineage = doc.get("lineage") if isinstance(doc.get("lineage"), dict) else {}
-    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else None
-    if parent is not None and not parent.get("found"):
-        sys.stderr.write("relaxrepro: warning: parent %s not found; recorded as given\n" % parent.get("given"))
-    result = manifest.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
-    for w in result.warnings:
-        sys.stderr.write("relaxrepro: warning: %s\n" % w)
-    if args.print_doc:
-        from . import writer
-
-        sys.stdout.write(writer.serialize(doc).decode("utf-8"))
-    if result.path is not None and os.path.basename(result.path) != "manifest_%s.json" % doc.get("run_id") \
-            and args.output is None:
-        doc["run_id"] = os.path.basename(result.path)[len("manifest_"):-len(".json")]
-    return None, doc, result.path, problems
-
-
-def _cmd_generate(args: argparse.Namespace, command: List[str]) -> int:
-    if args.node_report:
-        return _node_report(args, dict(os.environ), command)
-    code, doc, path, problems = _record(args, command, dict(os.environ), "generate")
-    if code is not None:
-        return code
-    if doc is None:
-        return EXIT_OK  # rank 0 writes
-    if path is None:
-        return EXIT_FAIL if args.strict else EXIT_OK
-    if args.print_doc:
-        sys.stderr.write(path + "\n")  # stdout holds the manifest alone, for a pipe into jq
-    else:
-        print(path)
-    if args.strict and problems:
-        return EXIT_FAIL
-    return EXIT_OK
-
-
-def _node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
-    from . import manifest, node
-    from .context import Context
-    from .redact import Redactor
-
-    run_id = args.run_id or node.run_id_from_env(env)
-    if not run_id or not _RUN_ID_RE.match(run_id):
-        sys.stderr.write("relaxrepro generate: error: --node-report needs a run id shared with rank 0's manifest: "
-                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
-                                                                                else ""))
-        return EXIT_USAGE
-    try:
-        redactor = Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
-    except ValueError as exc:
-        sys.stderr.write("relaxrepro generate: error: %s\n" % exc)
-        return EXIT_USAGE
-    options = {"run_id": run_id, "source": "cli"}
-    if args.python:
-        options["python"] = args.python  # the training interpreter whose packages this node has
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options)
-    frag = node.collect_fragment(ctx)
-    directory = args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR") or "."
-    path = args.output or os.path.join(directory, node.fragment_filename(frag))
-    result = manifest.write(frag, path=path, env=env, redactor=redactor)
-    for w in result.warnings:
-        sys.stderr.write("relaxrepro: warning: %s\n" % w)
-    if args.print_doc:
-        from . import writer
-
-        sys.stdout.write(writer.serialize(frag).decode("utf-8"))
-    if result.path is None:
-        return EXIT_FAIL if args.strict else EXIT_OK
-    print(result.path)
-    return EXIT_OK
-
-
-def _cmd_merge(args: argparse.Namespace, command: List[str]) -> int:
-    from . import manifest, node
-    from .schema import ManifestError, load_manifest
-
-    def fail(message: str) -> int:
-        sys.stderr.write("relaxrepro merge: error: %s\n" % message)
-        return EXIT_USAGE
-
-    try:
-        doc = load_manifest(args.manifest)
-    except ManifestError as exc:
-        return fail("%s: %s" % (args.manifest, exc))
-    fragments = []
-    for path in node.expand_paths(args.fragments):
-        try:
-            fragments.append(node.load_fragment(path, doc.run_id))
-        except node.FragmentError as exc:
-            return fail("%s: %s" % (path, exc))
-    if not fragments:
-        return fail("no node fragments (node_*.json) in %s" % ", ".join(args.fragments))
-    merged = node.merge_fragments(doc, fragments)
-    for w in merged["collection"]["probes"]["nodes"]["warnings"]:
-        if "reported twice" in w:
-            sys.stderr.write("relaxrepro: warning: %s\n" % w)
-    out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
-                                      "manifest_%s.merged.json" % doc.run_id)
-    result = manifest.write(merged, path=out)
-    for w in result.warnings:
-        sys.stderr.write("relaxrepro: warning: %s\n" % w)
-    if result.path is None:
-        return EXIT_FAIL
-    for line in node.summarize_heterogeneity(merged):
-        sys.stderr.write("relaxrepro: %s\n" % line)
-    print(result.path)
-    return EXIT_OK
-def _load_args_json(path: str) -> object:
-    """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
-    import json
-
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(16 << 20)
-    except OSError as exc:
-        return (exc.strerror or str(exc)).lower()
-    try:
-        value = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        return "not UTF-8 text"
-    except ValueError as exc:
-        return "not valid JSON (%s)" % exc
-    if not isinstance(value, dict):
-        return "expected a JSON object of argument names, got %s" % type(value).__name__
-    return value
-
-
-def _cmd_fingerprint(args: argparse.Namespace, command: List[str]) -> int:
-    from . import fingerprint
-    from .context import _safe_getcwd
-
-    return fingerprint.run_command(list(args.paths), as_json=args.json, env=dict(os.environ), cwd=_safe_getcwd())
-
-
-def _cmd_run(args: argparse.Namespace, command: List[str]) -> int:
-    if not command:
-        sys.stderr.write("relaxrepro run: error: give the command to run after --, "
-                         "e.g. relaxrepro run -- python train.py\n")
-        return EXIT_USAGE
-    env = dict(os.environ)
-    out_dir = None if args.output else (args.output_dir or env.get("RELAXREPRO_OUTPUT_DIR"))
-    if out_dir:
-        try:  # the run's log directory often does not exist before the run, as with the API
-            os.makedirs(out_dir, exist_ok=True)
-        except OSError:
-            pass  # the write names the reason
-    try:
-        code, doc, path, problems = _record(args, command, env, "run")
-    except Exception as exc:  # a bug of ours must not keep the training from running
-        sys.stderr.write("relaxrepro: warning: no manifest: internal error: %s: %s\n" % (type(exc).__name__, exc))
-        code, doc, path, problems = None, None, None, []
-    if code is not None:
-        return code
-    if path is not None:
-        sys.stderr.write("relaxrepro: manifest %s\n" % path)
-    elif args.strict and doc is not None:
-        sys.stderr.write("relaxrepro run: error: no manifest written; not running the command (--strict)\n")
-        return EXIT_FAIL
-    if args.strict and problems:
-        sys.stderr.write("relaxrepro run: error: a probe failed; not running the command (--strict)\n")
-        return EXIT_FAIL
-
-    from . import outcome, proc
-
-    if path is not None and doc is not None:
-        # The trainer's API adopts this run id and folds what it sees into this file (adopt.py).
-        env = dict(env, RELAXREPRO_RUN_ID=str(doc.get("run_id")), RELAXREPRO_MANIFEST=os.path.abspath(path))
-    result = proc.run_foreground(command, env=env)
-    status = proc.exit_status(result)
-    if result.error is not None:
-        sys.stderr.write("relaxrepro run: cannot start %s: %s\n" % (command[0], result.error))
-    if path is not None and doc is not None:
-        # record() reads the file again: the trainer may have folded its own view into it meanwhile.
-        warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
-                                 run_id=str(doc.get("run_id")))
-        if warning:
-            sys.stderr.write("relaxrepro: warning: %s\n" % warning)
-    return status
-
-
-def _dirs(args: argparse.Namespace) -> List[str]:
-    return list(args.dirs) or ["."]
-
-
-def _missing_dirs(dirs: List[str], verb: str) -> bool:
-    missing = [d for d in dirs if not os.path.exists(d)]
-    for d in missing:
-        sys.stderr.write("relaxrepro %s: error: %s: no such file or directory\n" % (verb, d))
-    return bool(missing)
-
-
-def _cmd_ls(args: argparse.Namespace, command: List[str]) -> int:
-    import json
-
-    from . import index
-
-    dirs = _dirs(args)
-    missing = _missing_dirs(dirs, "ls")
-    entries = index.scan([d for d in dirs if os.path.exists(d)])
-    if args.json:
-        rows = [index.summary(e) for e in entries]
-        rows.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
-        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
-    elif entries:
-        sys.stdout.write(index.render_ls(entries))
-    bad = sum(1 for e in entries if e.error is not None)
-    if bad:
-        sys.stderr.write("relaxrepro ls: %d of %d manifests unreadable\n" % (bad, len(entries)))
-    elif not entries and not missing:
-        sys.stderr.write("relaxrepro ls: no manifest_*.json under %s\n" % ", ".join(dirs))
-    return EXIT_FAIL if missing else EXIT_OK
-
-
-def _cmd_lineage(args: argparse.Namespace, command: List[str]) -> int:
-    import json
-
-    from . import lineage
-
-    dirs = _dirs(args)
-    if _missing_dirs(dirs, "lineage"):
-        return EXIT_FAIL
-    result = lineage.ancestry(args.run, dirs)
-    if args.json:
-        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    else:
-        sys.stdout.write(lineage.render_ancestry(result))
-    if result["error"]:
-        sys.stderr.write("relaxrepro lineage: error: %s\n" % result["error"])
-        return EXIT_FAIL
-    if result["missing"]:
-        sys.stderr.write("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there\n"
-                         % (result["missing"], ", ".join(dirs)))
-    if result["cycle"]:
-        sys.stderr.write("relaxrepro lineage: error: cycle in lineage: %s\n" % " -> ".join(result["cycle"]))
-        return EXIT_FAIL
-    return EXIT_OK
-
-
-def _cmd_compare(args: argparse.Namespace, command: List[str]) -> int:
-    import json
-
-    from . import sweep
-
-    dirs = _dirs(args)
-    if _missing_dirs(dirs, "compare"):
-        return EXIT_FAIL
-    result = sweep.compare_group(args.group, dirs)
-    for line in result["unreadable"]:
-        sys.stderr.write("relaxrepro compare: warning: unreadable: %s\n" % line)
-    if not result["runs"]:
-        sys.stderr.write("relaxrepro compare: error: no runs in group %r under %s\n" % (args.group, ", ".join(dirs)))
-        return EXIT_FAIL
-    if args.json:
-        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    else:
-        sys.stdout.write(sweep.render(result))
-    return EXIT_OK
-
-
 def run_main() -> None:
     """Entry point of the console script, ``python -m relaxrepro`` and the .pyz."""
     code = main()
@@ -676,7 +309,7 @@ def run_main() -> None:
     except (OSError, ValueError):
         pass
     # Only a command that ran probes can have stray threads; reading commands never import the runner.
-    runner = sys.modules.get("relaxrepro.runner")
+    runner = sys.modules.get("relaxrepro.collect.runner")
     if runner is not None and runner.stray_threads():
         # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it.
         os._exit(code)

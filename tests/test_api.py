@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, clean_env, fake_tool, validate_manifest
-from helpers_recording import load, manifests
 
 import relaxrepro
-from relaxrepro import api, probes, runner
+from relaxrepro import api
+from relaxrepro.collect import registry as probes
+from relaxrepro.collect import runner
+from tests.helpers.common import ROOT, clean_env, fake_tool, validate_manifest
+from tests.helpers.recording import load, manifests
 
 
 def _relaxrepro_warnings(caplog) -> list:
@@ -174,7 +176,7 @@ def test_recorded_survives_a_failed_collection(tmp_path, caplog, monkeypatch):
     def crash(*_a, **_kw):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("relaxrepro.manifest.build", crash)
+    monkeypatch.setattr("relaxrepro.collect.assemble.build", crash)
     with caplog.at_level(logging.WARNING, logger="relaxrepro"):
         with pytest.raises(KeyError):
             with relaxrepro.recorded(output_dir=tmp_path) as m:

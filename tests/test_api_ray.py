@@ -8,13 +8,14 @@ import sys
 import types
 
 import pytest
-from conftest import validate_manifest
-from helpers_ray import RAY_FIXTURES
 
 from relaxrepro import api
-from relaxrepro.context import Context
-from relaxrepro.manifest import Manifest, build
-from relaxrepro.probes import ray as ray_probe
+from relaxrepro.collect.assemble import build
+from relaxrepro.collect.context import Context
+from relaxrepro.collect.probes import ray as ray_probe
+from relaxrepro.manifest.model import Manifest
+from tests.helpers.common import validate_manifest
+from tests.helpers.ray import RAY_FIXTURES
 
 
 def nodes(name: str):

@@ -7,7 +7,8 @@ import re
 from typing import Dict, List, Set, Tuple
 
 import pytest
-from conftest import ROOT, SCHEMA_PATH, run_cli
+
+from tests.helpers.common import ROOT, SCHEMA_PATH, run_cli
 
 GUIDES = {"en": ROOT / "docs" / "en" / "guide.md", "zh": ROOT / "docs" / "zh" / "guide.md"}
 
@@ -112,7 +113,7 @@ def test_the_checks_catch_what_they_look_for() -> None:
 def test_pasted_output_holds_no_secrets_or_home_paths() -> None:
     # The redactor itself, over every line of every code block: nothing in the guides may look like a
     # credential or a home directory. (The example's made-up SLURM nodelist is an internal host name: allowed.)
-    from relaxrepro.redact import Redactor
+    from relaxrepro.manifest.redact import Redactor
 
     for lang in GUIDES:
         redactor = Redactor.for_environment({})

@@ -15,21 +15,23 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, clean_env, make_repo
 
-from relaxrepro import _sha, cli, writer
-from relaxrepro._lazy_re import LazyPattern
-from relaxrepro._record import FrozenRecord, Record
-from relaxrepro.check import Item, Report
-from relaxrepro.context import which_on_path
-from relaxrepro.proc import ProcResult
-from relaxrepro.runner import Outcome, Probe
+from relaxrepro import cli
+from relaxrepro.collect.context import which_on_path
+from relaxrepro.collect.runner import Outcome, Probe
+from relaxrepro.commands.check_rules import Item, Report
+from relaxrepro.manifest import writer
+from relaxrepro.std import sha as _sha
+from relaxrepro.std.lazy_re import LazyPattern
+from relaxrepro.std.proc import ProcResult
+from relaxrepro.std.records import FrozenRecord, Record
+from tests.helpers.common import ROOT, clean_env, make_repo
 
 # Each costs milliseconds at import (or drags in a chain that does); none is needed by a clean run.
 HEAVY = ("dataclasses", "inspect", "ast", "dis", "tokenize", "secrets", "hmac", "socket",
          "hashlib", "_hashlib", "xml.etree.ElementTree", "csv", "urllib.parse", "ipaddress", "platform",
          "traceback", "shutil", "tempfile", "getpass", "datetime", "copy", "random", "base64")
-DIFF_ALSO_FREE_OF = ("typing", "subprocess", "threading", "relaxrepro.redact", "relaxrepro.manifest")
+DIFF_ALSO_FREE_OF = ("typing", "subprocess", "threading", "relaxrepro.manifest.redact", "relaxrepro.collect.assemble")
 
 _BARE = "import argparse, json, sys; print(json.dumps(sorted(sys.modules)))"
 _PROBE = r"""
@@ -76,19 +78,19 @@ def test_generate_in_a_clean_repo_imports_none_of_the_heavy_modules(tmp_path, ma
     dest.mkdir()
     mods = _imports_of(tmp_path, ["generate", "--output-dir", str(dest), "--", "python", "train.py"],
                        manifests["repo"])
-    assert "relaxrepro.probes.git" in mods  # it really ran the probes
+    assert "relaxrepro.collect.probes.git" in mods  # it really ran the probes
     assert sorted(m for m in HEAVY if m in mods) == []
 
 
 def test_check_imports_none_of_the_heavy_modules(tmp_path, manifests):
     mods = _imports_of(tmp_path, ["check", manifests["paths"][0]], manifests["repo"])
-    assert "relaxrepro.check" in mods
+    assert "relaxrepro.commands.check" in mods
     assert sorted(m for m in HEAVY if m in mods) == []
 
 
 def test_diff_imports_only_what_it_reads_and_prints(tmp_path, manifests):
     mods = _imports_of(tmp_path, ["diff", *manifests["paths"]], manifests["repo"])
-    assert "relaxrepro.diff" in mods
+    assert "relaxrepro.commands.diff" in mods
     assert sorted(m for m in HEAVY + DIFF_ALSO_FREE_OF if m in mods) == []
 
 

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from tests.conftest import ROOT, clean_env, validate_manifest
+from tests.helpers.common import ROOT, clean_env, validate_manifest
 
 
 def _pyenv_python(minor: str):
@@ -122,7 +122,7 @@ def test_pyz_has_bytecode_even_when_imports_may_not_write_it(tmp_path, pyz):
     tag = __import__("sys").implementation.cache_tag
     assert (build / (".compiled-" + tag)).exists()
     assert list((build / "relaxrepro" / "__pycache__").glob("cli.%s.pyc" % tag))
-    assert list((build / "relaxrepro" / "probes" / "__pycache__").glob("git.%s.pyc" % tag))
+    assert list((build / "relaxrepro" / "collect" / "probes" / "__pycache__").glob("git.%s.pyc" % tag))
 
 
 @pytest.mark.parametrize("case", ["unwritable", "foreign-owned", "disabled"])

@@ -114,7 +114,40 @@ def strip_source(src):
     out = src
     for start, end, new in sorted(edits, reverse=True):
         out = out[:start] + new + out[end:]
-    return "\n".join(line.rstrip() for line in out.split("\n"))
+    return _tabs(_drop_type_checking("\n".join(line.rstrip() for line in out.split("\n"))))
+
+
+def _drop_type_checking(src):
+    """``if TYPE_CHECKING:`` blocks, and ``TYPE_CHECKING = False`` itself, become blank lines: every module
+    sets it False, so the blocks never run; they only name types for readers and type checkers."""
+    import ast
+
+    lines = src.split("\n")
+    tree = ast.parse(src)
+    blocks = [n for n in tree.body if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
+              and n.test.id == "TYPE_CHECKING" and not n.orelse]
+    for node in blocks:
+        lines[node.lineno - 1:node.end_lineno] = [""] * (node.end_lineno - node.lineno + 1)
+    uses = sum(1 for n in ast.walk(ast.parse("\n".join(lines))) if isinstance(n, ast.Name) and n.id == "TYPE_CHECKING")
+    for node in tree.body:
+        if uses == 1 and isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "TYPE_CHECKING":
+            lines[node.lineno - 1:node.end_lineno] = [""] * (node.end_lineno - node.lineno + 1)
+    return "\n".join(lines)
+
+
+def _tabs(src):
+    """Each four spaces of indentation as one tab, outside string literals (whose text stays exact):
+    block indents are multiples of four, so the tokenizer sees the same structure."""
+    inside = set()
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+            inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    out = []
+    for number, line in enumerate(src.split("\n"), 1):
+        spaces = len(line) - len(line.lstrip(" "))
+        out.append(line if number in inside else "\t" * (spaces // 4) + " " * (spaces % 4) + line[spaces:])
+    return "\n".join(out)
 
 
 def _entries():

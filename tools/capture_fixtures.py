@@ -29,9 +29,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from relaxrepro import proc  # noqa: E402
-from relaxrepro.probes import nvidia  # noqa: E402
-from relaxrepro.redact import Redactor  # noqa: E402
+from relaxrepro.collect.probes import nvidia  # noqa: E402
+from relaxrepro.manifest.redact import Redactor  # noqa: E402
+from relaxrepro.std import proc  # noqa: E402
 
 SMI = "nvidia-smi"
 

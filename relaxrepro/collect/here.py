@@ -1,0 +1,130 @@
+"""This machine, collected as a recorded run saw its own: aimed at the recorded repos, command, data and
+interpreter, so ``check`` and ``rerun`` compare like with like."""
+
+from __future__ import annotations
+
+import os
+
+from ..manifest import fields
+from ..manifest.fields import get, scalar, section
+from ..manifest.redact import redact_document
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+
+def repo_paths(rec: Mapping[str, Any], overrides: Mapping[str, str], env: Mapping[str, str]
+               ) -> Tuple[Dict[str, str], List[str]]:
+    """Where each recorded repo is on this machine: ``--repo`` first, else its recorded path."""
+    home = env.get("HOME")
+    out: Dict[str, str] = {}
+    notes: List[str] = []
+    repos = section(rec, "code")
+    for name in overrides:
+        if name not in repos:
+            notes.append("--repo %s: the manifest records no repo of that name (it has: %s)"
+                         % (name, ", ".join(sorted(map(str, repos))) or "none"))
+    for name, r in repos.items():
+        path = overrides.get(name) or fields.resolve_home(get(r, "path", None), home)
+        if path:
+            out[str(name)] = os.path.abspath(os.path.expanduser(path))
+    return out, notes
+
+
+def closest_interpreter(recorded: str, version: Optional[str], env: Mapping[str, str]) -> Optional[str]:
+    """The nearest stand-in for a vanished interpreter: same name, then pythonX.Y, pythonX, python."""
+    import shutil
+
+    path = env.get("PATH", os.defpath)
+    names = [os.path.basename(recorded)]
+    mm = fields.major_minor(version)
+    if mm:
+        names.append("python" + mm)
+        names.append("python" + mm.split(".")[0])
+    names += ["python3", "python"]
+    for name in names:
+        if name:
+            found = shutil.which(name, path=path)
+            if found:
+                return found
+    return None
+
+
+def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[str, str]
+                 ) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
+    """Run the registered probes once, aimed at the recorded repos, command and interpreter.
+
+    Returns (this machine's document with repos keyed by the recorded names, hints, notes).
+    """
+    from . import registry, runner
+    from .assemble import build
+    from .context import Context
+
+    home = env.get("HOME")
+    paths, notes = repo_paths(rec, repos, env)
+    argv = get(rec, "command.argv", None)
+    argv = [a for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+    cwd = _choose_cwd(fields.resolve_home(get(rec, "command.cwd", None), home), paths)
+    options: Dict[str, Any] = {"repos": dict(paths)}
+    inputs = get(rec, "data.inputs", None)
+    data = [fields.resolve_home(e.get("path"), home) for e in inputs if isinstance(e, dict)] \
+        if isinstance(inputs, list) else []
+    if any(data):
+        options["data"] = [d for d in data if d]  # fingerprint the same inputs here (as generate --data does)
+    hints: Dict[str, Any] = {}
+    exe = fields.resolve_home(get(rec, "environment.python.executable", None), home)
+    if exe:
+        exists = os.path.isfile(exe) and os.access(exe, os.X_OK)
+        hints["interpreter"] = {"exists": exists}
+        if exists:
+            options["python"] = exe  # judge the training interpreter, not the one running check
+        else:
+            hints["interpreter"]["closest"] = closest_interpreter(exe, scalar(fields.python_version(rec)), env)
+    ctx = Context(env=env, cwd=cwd, argv=argv, argv_source="cli" if argv else "none", options=options)
+    here = dict(build(ctx))
+    found = section(here, "code")
+    mapped: Dict[str, Any] = {}
+    git_probes = [p for p in registry.PROBES if p.name in ("git", "code")]
+    for name, path in paths.items():
+        entry = match_repo(name, path, found, home)
+        if entry is None and os.path.isdir(path) and git_probes:
+            # Not reached by the main collection (another repo held the cwd): the same git probe, aimed here.
+            sub = Context(env=env, cwd=path, argv=argv, options={"repos": {name: path}})
+            sections, _ = runner.run_probes(git_probes, sub)
+            redacted = redact_document(sections, sub.redactor)
+            entry = match_repo(name, path, section(redacted, "code"), home)
+        if entry is not None:
+            mapped[name] = entry
+    here["code"] = mapped
+    return here, hints, notes
+
+
+def _choose_cwd(recorded_cwd: Optional[str], paths: Mapping[str, str]) -> str:
+    """Where the run started, when it exists here (relative config paths resolve as they did);
+    else the first recorded repo; else where we are. Repos outside it are probed on their own."""
+    if recorded_cwd and os.path.isdir(recorded_cwd):
+        return recorded_cwd
+    for p in paths.values():
+        if os.path.isdir(p):
+            return p
+    return os.getcwd() if os.path.isdir(os.curdir) else "/"
+
+
+def match_repo(name: str, path: str, found: Mapping[str, Any], home: Optional[str]) -> Optional[Dict[str, Any]]:
+    """The collected entry for the repo at ``path``: by its real path, whatever the probe named it."""
+    real = os.path.realpath(path)
+    candidates = [found.get(name)] + [found[k] for k in sorted(found, key=str) if k != name]
+    for entry in candidates:
+        if not isinstance(entry, dict):
+            continue
+        where = fields.resolve_home(entry.get("path"), home)
+        if where and os.path.realpath(where) == real:
+            return entry
+    # Redaction turns any /home/<user> into <HOME>, not only ours (root checking alice's repo):
+    # the entry of the same name whose path ends the same way is the one.
+    entry = found.get(name)
+    where = entry.get("path") if isinstance(entry, dict) else None
+    if isinstance(where, str) and where.startswith("<HOME>/") and real.endswith(where[len("<HOME>"):]):
+        return entry
+    return None

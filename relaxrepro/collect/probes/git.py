@@ -1,0 +1,682 @@
+"""Code state of every repository that shaped the run: commit, branch, dirty state, the exact patch.
+
+Discovery is :mod:`relaxrepro.repos`; reading ``.git`` without git is :mod:`relaxrepro.gitfs`. Here:
+pure parsers of git's machine output (``parse_*``), the patch builder, and a thin collector that runs
+a few git calls per repository, all repositories in parallel, under the probe's budget.
+
+Every git call passes ``safe.directory=*`` (repos owned by another uid inside Apptainer/Docker fail
+with "detected dubious ownership" otherwise) and never writes: ``GIT_OPTIONAL_LOCKS=0`` stops
+``git status`` from refreshing the index, so a training job never races a developer's git.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import threading
+
+from ...std.records import Record
+from .. import gitfs, repos
+from ..context import Context
+from ..runner import Outcome
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Callable, Dict, List, Optional, Tuple
+
+UNTRACKED_LISTED = 100
+"""Untracked files named (with sizes) in ``untracked.files``; the count is always exact."""
+UNTRACKED_CONSIDERED = 1000
+"""Untracked files looked at for embedding in the patch; beyond this they are only counted."""
+EMBED_FILE_MAX = 256 * 1024
+"""An untracked file larger than this is listed, not embedded (a forgotten checkpoint costs a stat)."""
+EMBED_TOTAL_MAX = 2 * 1024 * 1024
+"""Bytes of untracked files embedded in one patch, all files together."""
+_MARGIN = 0.4
+"""Seconds kept back from the probe budget so a killed git still leaves time to report."""
+
+# Per-call config that makes output parseable whatever the user's config says; nothing is written.
+_GIT_CONFIG = (
+    "safe.directory=*",
+    "core.quotepath=true",       # non-UTF-8 and odd names come out C-quoted, ASCII only
+    "core.fsmonitor=false",      # never start a file-system monitor daemon from a training job
+    "diff.noprefix=false",
+    "diff.mnemonicprefix=false",
+    "diff.relative=false",
+    "color.ui=false",
+)
+_GIT_ENV_DROP = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_EXTERNAL_DIFF", "GIT_DIFF_OPTS", "GIT_PAGER",
+    "GIT_TRACE", "GIT_TRACE2", "GIT_TRACE2_EVENT", "GIT_TRACE2_PERF", "GIT_TRACE_PERFORMANCE", "GIT_TRACE_SETUP",
+)
+"""A training launcher that exported GIT_DIR (some CI runners do) would point every ``-C`` call at
+the wrong repository."""
+
+
+def git_argv(top: str, *args: str) -> List[str]:
+    argv = ["git"]
+    for item in _GIT_CONFIG:
+        argv += ["-c", item]
+    return argv + ["-C", top] + list(args)
+
+
+def git_env(env: Dict[str, str]) -> Dict[str, str]:
+    out = {k: v for k, v in env.items() if k not in _GIT_ENV_DROP}
+    out.update({"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"})
+    return out
+
+
+# -- pure parsers ---------------------------------------------------------------------------------
+
+def show(name: bytes) -> str:
+    """A file name for the manifest: UTF-8 when it is, backslash escapes for other bytes."""
+    return name.decode("utf-8", "backslashreplace")
+
+
+def parse_status_v2(data: bytes) -> Dict[str, Any]:
+    """``git status --porcelain=v2 -z --branch``: head, upstream, changed and untracked entries.
+
+    ``valid`` is False when no ``# branch.oid`` header came (not git's porcelain: a broken or fake
+    git), so the caller records dirtiness as unknown rather than clean.
+    """
+    out: Dict[str, Any] = {"valid": False, "commit": None, "branch": None, "detached": False,
+                           "upstream": None, "ahead": None, "behind": None, "changed": [], "untracked": []}
+    tokens = data.split(b"\0")
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        if not tok:
+            continue
+        if tok.startswith(b"# "):
+            key, _, value = tok[2:].partition(b" ")
+            text = value.decode("utf-8", "backslashreplace")
+            if key == b"branch.oid":
+                out["valid"] = True
+                out["commit"] = text if gitfs.is_sha(text) else None
+            elif key == b"branch.head":
+                if text == "(detached)":
+                    out["detached"] = True
+                else:
+                    out["branch"] = text
+            elif key == b"branch.upstream":
+                out["upstream"] = text
+            elif key == b"branch.ab":
+                m = re.match(r"^\+(\d+) -(\d+)$", text)
+                if m:
+                    out["ahead"], out["behind"] = int(m.group(1)), int(m.group(2))
+        elif tok[:2] in (b"1 ", b"2 ", b"u "):
+            nfields = {b"1": 8, b"2": 9, b"u": 10}[tok[:1]]
+            parts = tok.split(b" ", nfields)
+            if len(parts) != nfields + 1:
+                continue
+            out["changed"].append({"xy": parts[1].decode("ascii", "replace"),
+                                   "sub": parts[2].decode("ascii", "replace"), "path": parts[-1]})
+            if tok[:1] == b"2":
+                i += 1  # -z puts a rename's original path in the next token
+        elif tok.startswith(b"? "):
+            out["untracked"].append(tok[2:])
+    return out
+
+
+def submodule_flags(sub: str) -> Dict[str, bool]:
+    """Porcelain v2 ``<sub>`` field ``S<c><m><u>``: commit changed, tracked changes, untracked files."""
+    if not sub.startswith("S") or len(sub) != 4:
+        return {}
+    return {"commit_changed": sub[1] == "C", "modified": sub[2] == "M", "untracked": sub[3] == "U"}
+
+
+def is_dirty(changed: List[Dict[str, Any]]) -> bool:
+    """Tracked changes, staged or not; a submodule counts when it moved or has tracked changes
+    inside (untracked files inside a submodule do not make the superproject dirty)."""
+    for entry in changed:
+        flags = submodule_flags(entry["sub"])
+        if not flags or flags["commit_changed"] or flags["modified"]:
+            return True
+    return False
+
+
+def parse_ls_tree(data: bytes) -> Dict[bytes, str]:
+    """``git ls-tree -z`` -> {path: sha} of gitlinks (submodules)."""
+    out: Dict[bytes, str] = {}
+    for rec in data.split(b"\0"):
+        meta, sep, path = rec.partition(b"\t")
+        parts = meta.split(b" ")
+        if sep and len(parts) == 3 and parts[1] == b"commit":
+            sha = parts[2].decode("ascii", "replace")
+            if gitfs.is_sha(sha):
+                out[path] = sha
+    return out
+
+
+def parse_describe(text: str, commit: Optional[str]) -> Optional[str]:
+    """``git describe --tags --always --long`` -> ``v1.2-3-g<abbrev>`` or ``<abbrev>``, checked
+    against ``commit`` (``--long`` makes every answer end in the commit, so garbage is refused)."""
+    lines = text.strip().splitlines()
+    if not commit or len(lines) != 1 or len(lines[0]) > 200 or not re.match(r"^[^\s\x00-\x1f]+$", lines[0]):
+        return None
+    m = re.match(r"^(?:.+-\d+-g)?([0-9a-f]{4,64})$", lines[0])
+    return lines[0] if m and commit.startswith(m.group(1)) else None
+
+
+_SECRET_QUERY = re.compile(r"(?i)token|sig|secret|key|pass|auth|cred")
+
+
+def strip_credentials(url: str) -> str:
+    """A remote URL without passwords or tokens (``https://x-access-token:T@github.com/o/r``).
+
+    An ``https`` user name alone is dropped too (``https://ghp_…@github.com``: the token is the
+    user); an ssh user (``git@host:o/r``, ``ssh://git@host``) is not a secret and stays.
+    """
+    if "://" not in url:
+        return url  # scp-like git@host:path, or a local path
+    from urllib.parse import urlsplit, urlunsplit  # ~6 ms with ipaddress: only for a URL remote
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        if parts.scheme.lower() in ("http", "https", "ftp", "ftps") or ":" in user:
+            netloc = host
+    query = parts.query
+    if query:
+        kept = [p for p in query.split("&") if not _SECRET_QUERY.search(p.partition("=")[0])]
+        query = "&".join(kept)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def quote_path(name: bytes) -> bytes:
+    """A path as git writes it in a patch header: C-quoted when it holds odd or non-ASCII bytes."""
+    if not any(b < 0x21 or b >= 0x7F or b in (0x22, 0x5C) for b in name):
+        return name
+    esc = {0x07: b"\\a", 0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0B: b"\\v", 0x0C: b"\\f", 0x0D: b"\\r",
+           0x22: b'\\"', 0x5C: b"\\\\"}
+    out = bytearray(b'"')
+    for b in name:
+        if b in esc:
+            out += esc[b]
+        elif b < 0x20 or b >= 0x7F:
+            out += b"\\%03o" % b
+        else:
+            out.append(b)
+    return bytes(out + b'"')
+
+
+def new_file_patch(path: bytes, content: bytes, mode: str = "100644") -> bytes:
+    """A ``git apply``-able hunk creating ``path`` with ``content`` (text; or a symlink's target)."""
+    a = quote_path(b"a/" + path)
+    b = quote_path(b"b/" + path)
+    out = [b"diff --git " + a + b" " + b + b"\n", b"new file mode " + mode.encode() + b"\n"]
+    if not content:
+        return b"".join(out)
+    lines = content.split(b"\n")
+    tail_newline = lines[-1] == b""
+    if tail_newline:
+        lines.pop()
+    out += [b"--- /dev/null\n", b"+++ " + b + b"\n", b"@@ -0,0 +1%s @@\n" % (b"" if len(lines) == 1 else
+                                                                        b",%d" % len(lines))]
+    out += [b"+" + line + b"\n" for line in lines]
+    if not tail_newline:
+        out.append(b"\\ No newline at end of file\n")
+    return b"".join(out)
+
+
+def redact_lines(redactor: Any, text: str) -> Tuple[str, List[int]]:
+    """``Redactor.lines`` when the redactor has it; else the same contract line by line."""
+    fn = getattr(redactor, "lines", None)
+    if callable(fn):
+        out, changed = fn(text)
+        return out, sorted(int(n) for n in changed)
+    lines = text.split("\n")
+    changed = []
+    for i, line in enumerate(lines):
+        new = redactor.text(line)
+        if new != line:
+            lines[i] = new
+            changed.append(i + 1)
+    return "\n".join(lines), changed
+
+
+# -- the patch ------------------------------------------------------------------------------------
+
+class PatchParts(Record):
+    _fields = ("body", "files", "binary_untracked", "own_outputs", "skipped_untracked", "untracked_over_limit",
+               "incomplete")
+
+    def __init__(self, body: bytes = b"", files: Optional[List[str]] = None,
+                 binary_untracked: Optional[List[Dict[str, Any]]] = None, own_outputs: Optional[List[str]] = None,
+                 skipped_untracked: Optional[List[Dict[str, Any]]] = None, untracked_over_limit: int = 0,
+                 incomplete: Optional[str] = None) -> None:
+        self.body = body
+        self.files: List[str] = [] if files is None else files
+        self.binary_untracked: List[Dict[str, Any]] = [] if binary_untracked is None else binary_untracked
+        self.own_outputs: List[str] = [] if own_outputs is None else own_outputs
+        self.skipped_untracked: List[Dict[str, Any]] = [] if skipped_untracked is None else skipped_untracked
+        self.untracked_over_limit = untracked_over_limit
+        self.incomplete = incomplete
+
+
+_OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
+
+
+def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
+    """Append new-file hunks for small untracked text files; list binary and large ones.
+
+    Each file is ``lstat``ed first and read only when small: a 5 GB checkpoint costs one stat.
+    """
+    budget = EMBED_TOTAL_MAX
+    base = os.fsencode(top)
+    chunks = [parts.body]
+    parts.untracked_over_limit = max(len(names) - UNTRACKED_CONSIDERED, 0)
+    for name in names[:UNTRACKED_CONSIDERED]:
+        path = os.path.join(base, name)
+        shown = show(name)
+        if name.endswith(b"/"):
+            parts.skipped_untracked.append({"path": shown, "size": None, "reason": "nested repository"})
+            continue
+        if _OWN_OUTPUT_RE.match(os.path.basename(name)):
+            # Our own manifests written into the tree (the default output directory is the cwd) are not
+            # part of the code: embedding them would make each manifest carry all the earlier ones.
+            parts.own_outputs.append(shown)
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError as exc:
+            parts.skipped_untracked.append({"path": shown, "size": None, "reason": exc.strerror or "unreadable"})
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = b""
+            chunks.append(new_file_patch(name, target, "120000"))
+            parts.files.append(shown)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            parts.skipped_untracked.append({"path": shown, "size": None, "reason": "not a regular file"})
+            continue
+        if st.st_size > EMBED_FILE_MAX or st.st_size > budget:
+            reason = "over %d bytes" % EMBED_FILE_MAX if st.st_size > EMBED_FILE_MAX else "patch budget spent"
+            parts.skipped_untracked.append({"path": shown, "size": st.st_size, "reason": reason})
+            continue
+        try:
+            with open(path, "rb") as fh:
+                content = fh.read(min(EMBED_FILE_MAX, budget) + 1)
+        except OSError as exc:
+            parts.skipped_untracked.append({"path": shown, "size": st.st_size,
+                                            "reason": exc.strerror or "unreadable"})
+            continue
+        if len(content) > min(EMBED_FILE_MAX, budget):  # it grew since the stat (a log being written)
+            parts.skipped_untracked.append({"path": shown, "size": len(content), "reason": "growing"})
+            continue
+        if b"\0" in content[:8000]:  # git's own binary test
+            parts.binary_untracked.append({"path": shown, "size": st.st_size})
+            continue
+        budget -= len(content)
+        chunks.append(new_file_patch(name, content, "100755" if st.st_mode & 0o111 else "100644"))
+        parts.files.append(shown)
+    parts.body = b"".join(chunks)
+
+
+def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], bytes]:
+    """The ``patch`` entry for ``parts``: hashes, file list, the redacted body and what it restores.
+
+    Returns (record, original bytes) — the original is only for ``--private-patch``.
+    """
+    import hashlib  # only for a dirty repository: OpenSSL's ~4 ms stays off a clean run
+
+    original = parts.body
+    text, changed = redact_lines(redactor, original.decode("utf-8", "surrogateescape"))
+    stored = text.encode("utf-8", "surrogateescape")
+    rec: Dict[str, Any] = {
+        "sha256": hashlib.sha256(original).hexdigest(),
+        "stored_sha256": hashlib.sha256(stored).hexdigest(),
+        "size": len(original),
+        "files": parts.files,
+        "redacted_lines": changed,
+        "inline": True,
+    }
+    try:
+        rec["text"] = stored.decode("utf-8")
+    except UnicodeDecodeError:
+        # A latin-1 source file's diff is not UTF-8; JSON can carry it only as base64.
+        import base64
+
+        rec["text_base64"] = base64.b64encode(stored).decode("ascii")
+    if parts.binary_untracked:
+        rec["binary_untracked"] = parts.binary_untracked
+    if parts.skipped_untracked:
+        rec["skipped_untracked"] = parts.skipped_untracked
+    if parts.own_outputs:
+        rec["relaxrepro_outputs"] = parts.own_outputs
+    if parts.untracked_over_limit:
+        rec["untracked_over_limit"] = parts.untracked_over_limit
+    rec["restores_exactly"] = not (changed or parts.binary_untracked or parts.skipped_untracked
+                                   or parts.untracked_over_limit or parts.incomplete)
+    if parts.incomplete:
+        rec["incomplete"] = parts.incomplete
+    return rec, original
+
+
+# -- collecting one repository -------------------------------------------------------------------
+
+class _Git:
+    """Runs git for one repository within an absolute deadline (works from any thread)."""
+
+    def __init__(self, ctx: Context, top: str, deadline: float) -> None:
+        self.ctx, self.top, self.deadline = ctx, top, deadline
+        self.env = git_env(ctx.env)
+
+    def __call__(self, *args: str) -> Any:
+        left = self.deadline - self.ctx.clock()
+        return self.ctx.run(git_argv(self.top, *args), timeout=max(left, 0.0), env=self.env, cwd=self.top,
+                            text=False)
+
+
+def parallel(tasks: List[Callable[[], Any]], deadline: float, clock: Callable[[], float]) -> List[Any]:
+    """Run ``tasks`` in daemon threads; a task still running at ``deadline`` yields None."""
+    results: List[Any] = [None] * len(tasks)
+
+    def body(i: int, fn: Callable[[], Any]) -> None:
+        try:
+            results[i] = fn()
+        except Exception as exc:  # a bug in one repo's collection costs that repo only
+            results[i] = exc
+
+    threads = [threading.Thread(target=body, args=(i, fn), daemon=True, name="relaxrepro-git")
+               for i, fn in enumerate(tasks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(deadline - clock(), 0.0) + 0.2)
+    return results
+
+
+def _failure(res: Any, what: str) -> str:
+    if res is None:
+        return "%s did not finish in time" % what
+    if isinstance(res, Exception):
+        return "%s crashed: %s" % (what, res)
+    desc = res.describe().split(": ", 1)[-1]
+    return "%s: %s" % (what, desc)
+
+
+def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: Any,
+                 private: Optional[Dict[str, bytes]] = None) -> Tuple[Dict[str, Any], List[str]]:
+    """Everything about one repository; never raises. Returns (record, warnings)."""
+    warnings: List[str] = []
+    rec: Dict[str, Any] = {"path": found.top, "found_by": list(found.found_by)}
+    if not found.has_git:
+        rec.update({"commit": None, "dirty": None,
+                    "absent_reason": "no .git at or above %s: sources without version control "
+                                     "(copied into an image?)" % found.top})
+        warnings.append("%s: no .git: code state unknown" % found.name)
+        return rec, warnings
+    gd = gitfs.locate(found.top)
+    if gd is None:
+        rec.update({"commit": None, "dirty": None, "absent_reason": "unreadable .git at %s" % found.top})
+        return rec, ["%s: unreadable .git" % found.name]
+    config = gitfs.read_config(gd)
+    head = gitfs.read_head(gd)
+    rec.update({
+        "commit": head.commit,
+        "shallow": gitfs.is_shallow(gd),
+        "worktree": gd.linked_worktree,
+        "bare": gd.bare,
+        "remotes": {n: strip_credentials(u) for n, u in sorted(gitfs.remotes(config).items())},
+    })
+    if head.detached:
+        rec["detached"] = True
+    elif head.branch:
+        rec["branch"] = head.branch
+    if head.unborn:
+        rec["unborn"] = True
+    if head.reason:
+        warnings.append("%s: %s" % (found.name, head.reason))
+    modules = []
+    if not gd.bare:
+        gm = _read_bytes(os.path.join(found.top, ".gitmodules"), 1 << 20)
+        modules = gitfs.parse_gitmodules(gm.decode("utf-8", "replace")) if gm else []
+
+    if ctx.which("git") is None:
+        rec["dirty"] = None
+        rec["dirty_unknown_reason"] = "git not found on PATH: commit and branch read from .git files"
+        warnings.append("%s: git not found on PATH: dirty state unknown" % found.name)
+        _add_submodules(rec, found.top, modules, {}, None)
+        return _prune(rec), warnings
+    if gd.bare:
+        rec["dirty"] = None
+        rec["dirty_unknown_reason"] = "bare repository: no working tree"
+        describe = _Git(ctx, found.top, deadline)("describe", "--tags", "--always", "--long", "--abbrev=12")
+        if describe.ok:
+            rec["describe"] = parse_describe(describe.stdout.decode("utf-8", "replace"), rec["commit"])
+        return _prune(rec), warnings
+
+    run = _Git(ctx, found.top, deadline)
+    base = "HEAD" if head.commit or not head.unborn else gitfs.EMPTY_TREE[gitfs.object_format(config)]
+    tasks: List[Callable[[], Any]] = [
+        lambda: run("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames",
+                    "--ignore-submodules=none"),
+        lambda: run("describe", "--tags", "--always", "--long", "--abbrev=12"),
+    ]
+    if modules:
+        tasks.append(lambda: run("ls-tree", "-z", "HEAD", "--", *[p for _, p in modules]))
+    results = parallel(tasks, deadline, ctx.clock)
+    status_res, describe_res = results[:2]
+
+    st = parse_status_v2(status_res.stdout) if _ok(status_res) else None
+    if _ok(describe_res):
+        rec["describe"] = parse_describe(describe_res.stdout.decode("utf-8", "replace"),
+                                         (st or {}).get("commit") or rec["commit"])
+    if st is None or not st["valid"]:
+        why = _failure(status_res, "git status") if st is None else "git status printed no porcelain v2 output"
+        rec["dirty"] = None
+        rec["dirty_unknown_reason"] = why
+        warnings.append("%s: %s" % (found.name, why))
+        _add_submodules(rec, found.top, modules, {}, None)
+        return _prune(rec), warnings
+
+    # git's view wins over the file read when both exist (e.g. reftable repos).
+    if st["commit"]:
+        rec["commit"] = st["commit"]
+    if st["branch"] and not st["detached"]:
+        rec["branch"] = st["branch"]
+        rec.pop("detached", None)
+    elif st["detached"]:
+        rec["detached"] = True
+        rec.pop("branch", None)
+    if st["upstream"]:
+        rec["upstream"] = {"name": st["upstream"], "ahead": st["ahead"], "behind": st["behind"]}
+    rec["dirty"] = is_dirty(st["changed"])
+    untracked = st["untracked"]
+    rec["untracked"] = {
+        "count": len(untracked),
+        "files": [{"path": show(n), "size": _size(found.top, n)} for n in untracked[:UNTRACKED_LISTED]],
+        "truncated": len(untracked) > UNTRACKED_LISTED,
+    }
+    ls_tree = parse_ls_tree(results[2].stdout) if len(results) > 2 and _ok(results[2]) else {}
+    _add_submodules(rec, found.top, modules, ls_tree, st["changed"])
+
+    own_changes = [c for c in st["changed"] if not submodule_flags(c["sub"])]
+    if own_changes or untracked:
+        parts = PatchParts(files=[show(c["path"]) for c in own_changes])
+        if own_changes:
+            parts.body, parts.incomplete = tracked_patch(run, base, own_changes, deadline, ctx.clock)
+            if parts.incomplete:
+                warnings.append("%s: %s" % (found.name, parts.incomplete))
+        embed_untracked(found.top, untracked, parts)
+        patch, original = patch_record(parts, redactor)
+        if private is not None:
+            private[found.name] = original
+            patch["private"] = True
+        rec["patch"] = patch
+    return _prune(rec), warnings
+
+
+_DIFF_OPTS = ("--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--full-index",
+              "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/")
+_MAX_PATHSPEC = 2000
+"""Changed paths passed to ``diff-files``; more than this and it looks at every file instead."""
+
+
+def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline: float,
+                  clock: Callable[[], float]) -> Tuple[bytes, Optional[str]]:
+    """The staged then the unstaged change, as one input ``git apply`` restores in order.
+
+    ``git status`` already stat()ed every file; ``git diff HEAD`` would do it again (and, limited to
+    paths, walks the index pathologically slowly: 3 s on 40k files in git 2.39). So: HEAD->index
+    from ``diff-index --cached`` (no worktree access) and index->worktree from ``diff-files`` on the
+    paths status named. A conflicted merge falls back to ``git diff HEAD``, the only form of an
+    unmerged path that applies.
+    """
+    if any(c["xy"] in ("DD", "AU", "UD", "UA", "DU", "AA", "UU") for c in changed):
+        jobs = [lambda: run("diff", *_DIFF_OPTS, base, "--")]
+    else:
+        unstaged = [os.fsdecode(c["path"]) for c in changed if c["xy"][1:] != "."]
+        jobs = []
+        if any(c["xy"][:1] != "." for c in changed):
+            jobs.append(lambda: run("diff-index", "--cached", "-p", *_DIFF_OPTS, base, "--"))
+        if unstaged:
+            spec = ["--", *unstaged] if len(unstaged) <= _MAX_PATHSPEC else ["--"]
+            jobs.append(lambda: run("--literal-pathspecs", "diff-files", "-p", *_DIFF_OPTS, *spec))
+    body = b""
+    for res in parallel(jobs, deadline, clock):
+        if not _ok(res):
+            return b"", _failure(res, "git diff")
+        if res.truncated:
+            return b"", "git diff output over the capture limit; tracked changes not recorded"
+        if res.stdout and not res.stdout.startswith(b"diff --git "):
+            return b"", "git diff printed no patch"
+        body += res.stdout
+    return body, None
+
+
+def _ok(res: Any) -> bool:
+    return res is not None and not isinstance(res, Exception) and res.ok
+
+
+def _prune(rec: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in rec.items() if v is not None or k in ("commit", "dirty")}
+
+
+def _size(top: str, name: bytes) -> Optional[int]:
+    try:
+        return os.lstat(os.path.join(os.fsencode(top), name)).st_size
+    except OSError:
+        return None
+
+
+def _read_bytes(path: str, limit: int) -> Optional[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit)
+    except OSError:
+        return None
+
+
+def _add_submodules(rec: Dict[str, Any], top: str, modules: List[Tuple[str, str]], recorded: Dict[bytes, str],
+                    changed: Optional[List[Dict[str, Any]]]) -> None:
+    if not modules:
+        return
+    flags = {c["path"]: submodule_flags(c["sub"]) for c in (changed or []) if submodule_flags(c["sub"])}
+    subs = []
+    for _name, path in modules:
+        key = path.encode("utf-8", "surrogateescape")
+        sub_gd = gitfs.locate(os.path.join(top, path))
+        checked_out = gitfs.read_head(sub_gd).commit if sub_gd else None
+        f = flags.get(key, {})
+        entry: Dict[str, Any] = {
+            "path": path,
+            "recorded_sha": recorded.get(key),
+            "checked_out_sha": checked_out,
+            "initialized": sub_gd is not None,
+            "dirty": (bool(f.get("modified")) if changed is not None else None) if sub_gd else None,
+        }
+        if f.get("untracked"):
+            entry["untracked"] = True
+        subs.append(entry)
+    rec["submodules"] = subs
+
+
+# -- the probe ------------------------------------------------------------------------------------
+
+def collect(ctx: Context) -> Outcome:
+    deadline = ctx.clock() + max(ctx.budget() - _MARGIN, 0.1)
+    problems: List[str] = []  # make the probe partial (or timeout)
+    notes: List[str] = []     # for the reader: a script that is not there, a cwd outside any repo
+    site_dirs: List[str] = []
+    try:
+        from .. import interpreter
+
+        site_dirs = interpreter.resolve(ctx).site_dirs
+    except Exception as exc:  # editable installs are a bonus, never the reason to fail
+        notes.append("training interpreter unknown (%s): editable installs not searched" % exc)
+    explicit = {}
+    for name, path in sorted((ctx.options.get("repos") or {}).items()):
+        if os.path.exists(os.path.join(ctx.cwd, os.path.expanduser(str(path)))):
+            explicit[str(name)] = str(path)
+        else:
+            problems.append("repo %s: %s does not exist" % (name, path))
+    found = repos.discover(cwd=ctx.cwd, argv=ctx.argv, env=ctx.env, explicit=explicit, site_dirs=site_dirs,
+                           warnings=notes)
+    if not found:
+        return Outcome(status="absent", warnings=problems + notes)
+
+    redactor = ctx.redactor  # the run's policy: --keep-paths and --redact-pattern reach the patches too
+    private: Optional[Dict[str, bytes]] = ctx.memo("private_sidecars", dict) if ctx.options.get(
+        "private_patch") else None
+    code: Dict[str, Any] = {}
+    _collect_all(ctx, found, deadline, redactor, private, code, problems)
+    # A submodule with changes inside gets its own record (and patch), keyed "<repo>/<path>": the
+    # superproject's patch leaves submodules out, as `git apply` cannot reach into them.
+    inner = []
+    known = {os.path.realpath(f.top): f.name for f in found}
+    for name in sorted(code):
+        for sub in code[name].get("submodules") or []:
+            if sub.get("initialized") and (sub.get("dirty") or sub.get("untracked")):
+                top = os.path.join(code[name]["path"], sub["path"])
+                if os.path.realpath(top) in known:  # also on PYTHONPATH, say: recorded once
+                    sub["repo"] = known[os.path.realpath(top)]
+                    continue
+                sub["repo"] = "%s/%s" % (name, sub["path"])
+                inner.append(repos.Found(top=top, name=sub["repo"], found_by=["submodule"]))
+    _collect_all(ctx, inner, deadline, redactor, private, code, problems)
+
+    out = Outcome(data={"code": code}, warnings=problems + notes)
+    counts = {k: v for k, v in getattr(redactor, "counts", {}).items() if v}
+    if counts:  # patches were redacted here, before the document pass: count them with the rest
+        out.data["collection"] = {"redactions": counts}
+    if all(not r.get("commit") and r.get("absent_reason") for r in code.values()):
+        out.status = "absent"
+    elif any("timed out" in w or "did not finish" in w for w in problems):
+        out.status = "timeout"  # a hung git is not a missing repo: --strict must see it
+    elif problems or any(r.get("dirty") is None for r in code.values()):
+        out.status = "partial"
+    return out
+
+
+def _collect_all(ctx: Context, found: List[repos.Found], deadline: float, redactor: Any,
+                 private: Optional[Dict[str, bytes]], code: Dict[str, Any], problems: List[str]) -> None:
+    """Collect ``found`` in parallel into ``code``; a repo that did not finish still gets a record."""
+    if not found:
+        return
+    results = parallel([_bind(ctx, f, deadline, redactor, private) for f in found], deadline + 0.3, ctx.clock)
+    for f, res in zip(found, results):
+        if isinstance(res, tuple):
+            rec, warns = res
+            problems.extend(warns)
+        else:
+            why = "collection did not finish" if res is None else "collection crashed: %s" % res
+            rec = {"path": f.top, "found_by": f.found_by, "commit": None, "dirty": None, "dirty_unknown_reason": why}
+            problems.append("%s: %s" % (f.name, why))
+        code[f.name] = rec
+
+
+def _bind(ctx: Context, f: repos.Found, deadline: float, redactor: Any,
+          private: Optional[Dict[str, bytes]]) -> Callable[[], Any]:
+    return lambda: collect_repo(ctx, f, deadline, redactor, private)

@@ -1,0 +1,108 @@
+"""A sweep side by side: the runs of one ``lineage.group`` and only what varies across them.
+
+What is compared: resolved arguments (``arg.*``), selected environment (``env.*``), installed
+packages (``pkg.*``) and code (``code.<repo>``: short commit, ``*`` when dirty, plus the patch
+digest so two dirty runs with different edits differ). Everything equal in all runs is left out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..manifest import index
+from ..manifest.flat import ARG_DEPTH, cell, flatten
+from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+    from typing import Any, Dict, List, Sequence
+
+GROUP_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
+
+
+def values(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """The comparable values of one run, flat, keyed ``arg.lr``, ``env.NCCL_ALGO``, ``pkg.torch``, ``code.repo``."""
+    out: Dict[str, Any] = {}
+    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    env = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
+    for prefix, node in (("arg", config.get("resolved_args")), ("env", config.get("selected_env")),
+                         ("pkg", env.get("packages"))):
+        if isinstance(node, dict):
+            flat = flatten(node, max_depth=ARG_DEPTH)
+            out.update({"%s.%s" % (prefix, k): v for k, v in flat.items()})
+    code = doc.get("code")
+    if isinstance(code, dict):
+        for name, repo in code.items():
+            if isinstance(repo, dict):
+                cell = index.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
+                patch = repo.get("patch")
+                if repo.get("dirty") and isinstance(patch, dict) and isinstance(patch.get("sha256"), str):
+                    cell += " patch:" + patch["sha256"][:7]
+                out["code.%s" % name] = cell
+    return out
+
+
+def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
+    """``{group, runs: [{run_id, path, generated_at, note}], varying: {key: [value per run]}, compared,
+    unreadable: [...]}``; runs ordered by time."""
+    from ..manifest.reader import ManifestError, load_manifest
+
+    members = [e for e in index.scan(roots, GROUP_FIELDS)
+               if e.error is None and index.lineage_of(e.doc).get("group") == group]
+    members.sort(key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
+    runs: List[Dict[str, Any]] = []
+    flat: List[Dict[str, Any]] = []
+    unreadable: List[str] = []
+    for e in members:
+        try:
+            doc = load_manifest(e.path)
+        except ManifestError as exc:
+            unreadable.append("%s: %s" % (e.path, exc))
+            continue
+        runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
+                     "note": index.lineage_of(doc).get("note")})
+        flat.append(values(doc))
+    keys = sorted(set().union(*flat)) if flat else []
+    varying = {}
+    for k in keys:
+        column = [f.get(k) for f in flat]
+        if any(v != column[0] for v in column[1:]):
+            varying[k] = column
+    return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": unreadable}
+
+
+def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
+    runs = result["runs"]
+    lines = ["group %s: %d run%s, %d of %d recorded values vary" % (
+        result["group"], len(runs), "" if len(runs) == 1 else "s", len(result["varying"]), result["compared"])]
+    for i, r in enumerate(runs, 1):
+        note = "  (%s)" % r["note"] if r.get("note") else ""
+        lines.append("  [%d] %s  %s%s" % (i, r["run_id"], index.rel_path(r["path"], cwd), note))
+    text = "\n".join(lines) + "\n"
+    if result["varying"]:
+        rows = [["KEY"] + ["[%d]" % i for i in range(1, len(runs) + 1)]]
+        for key, column in result["varying"].items():
+            rows.append([key] + [cell(v) for v in column])
+        # Pad every column (the last too): values line up under their run's number.
+        rows = [r + [""] for r in rows]
+        text += "\n" + index.format_table(rows)
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    dirs = dirs_or_cwd(args.dirs)
+    if report_missing(dirs, "compare"):
+        return EXIT_FAIL
+    result = compare_group(args.group, dirs)
+    for line in result["unreadable"]:
+        sys.stderr.write("relaxrepro compare: warning: unreadable: %s\n" % line)
+    if not result["runs"]:
+        sys.stderr.write("relaxrepro compare: error: no runs in group %r under %s\n" % (args.group, ", ".join(dirs)))
+        return EXIT_FAIL
+    if args.json:
+        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render(result))
+    return EXIT_OK

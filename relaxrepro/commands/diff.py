@@ -1,0 +1,427 @@
+"""``relaxrepro diff OLD NEW``: what differs between two runs, most important first.
+
+Pure over two documents (:func:`diff_documents`), so ``lineage`` and ``compare`` can reuse it.
+Imports no probe: it runs on a laptop with nothing but Python, and starts fast.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from ..manifest import fields
+from ..manifest.fields import MISSING, get
+from ..manifest.flat import flatten
+from ..std.text import safe_text, use_color
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, read_or_report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+CATEGORIES: Tuple[str, ...] = (
+    "code", "training", "config", "env", "packages", "environment", "hardware", "runtime", "data", "seeds",
+    "other", "volatile",
+)
+"""Display order: what most often explains a different result comes first."""
+
+_TITLES = {"env": "selected env", "volatile": "volatile (shown with --all)"}
+
+_VOLATILE_TOP = frozenset({"run_id", "generated_at", "schema_version", "collection"})
+_VOLATILE_KEYS = frozenset({"hostname", "job_id", "jobid", "array_job_id", "array_task_id", "step_id", "pid"})
+_VOLATILE_ENV = frozenset({
+    "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_STEP_ID", "SLURM_STEPID",
+    "SLURM_TASK_PID", "SLURM_SUBMIT_HOST", "SLURMD_NODENAME", "SLURM_TOPOLOGY_ADDR", "SLURM_JOB_START_TIME",
+    "SLURM_JOB_END_TIME",
+})
+_OUTCOME_TIMES = re.compile(r"(^|_)(at|time|seconds|duration|duration_s)$")
+
+_CODE_RANK = {"commit": 0, "branch": 1, "detached": 1, "dirty": 2, "patch": 3, "untracked": 4, "submodules": 5}
+_KIND_RANK = {"added": 0, "removed": 1, "upgraded": 2, "downgraded": 3, "changed": 4}
+
+
+class Change:
+    """One difference. ``old``/``new`` are MISSING when the field is absent on that side.
+
+    A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, a third of diff's start-up.
+    """
+
+    __slots__ = ("category", "path", "kind", "old", "new", "extra", "volatile")
+
+    def __init__(self, category: str, path: str, kind: str, old: Any = MISSING, new: Any = MISSING,
+                 extra: Optional[Dict[str, Any]] = None, volatile: bool = False) -> None:
+        self.category = category
+        self.path = path
+        self.kind = kind
+        self.old = old
+        self.new = new
+        self.extra: Dict[str, Any] = extra if extra is not None else {}
+        self.volatile = volatile
+
+    def __repr__(self) -> str:
+        return "Change(%r, %r, %r)" % (self.category, self.path, self.kind)
+
+    def as_json(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"category": self.category, "path": self.path, "kind": self.kind}
+        if self.old is not MISSING:
+            out["old"] = self.old
+        if self.new is not MISSING:
+            out["new"] = self.new
+        out.update(self.extra)
+        if self.volatile:
+            out["volatile"] = True
+        return out
+
+
+# -- the comparison ---------------------------------------------------------------------------
+
+def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any], *, include_volatile: bool = False
+                   ) -> Tuple[List[Change], int]:
+    """Every difference between two documents, ordered; and how many volatile ones were hidden."""
+    changes: List[Change] = []
+    changes.extend(_diff_code(old.get("code"), new.get("code")))
+    changes.extend(_diff_packages(old, new))
+    per_node = _has_node_data(old) or _has_node_data(new)
+    if per_node:
+        # Node names are per run: compare the nodes as populations ("2 of 16 nodes: driver 550.54 -> 550.90").
+        from ..manifest.nodes import diff_nodes
+
+        for line in diff_nodes(dict(old), dict(new)):
+            changes.append(Change("runtime", "runtime.nodes", "nodes", extra={"summary": line}))
+    flat_old, flat_new = _flatten_doc(old, per_node), _flatten_doc(new, per_node)
+    for path in sorted(set(flat_old) | set(flat_new)):
+        a, b = flat_old.get(path, MISSING), flat_new.get(path, MISSING)
+        if a == b and type(a) is type(b):
+            continue
+        kind = "added" if a is MISSING else "removed" if b is MISSING else "changed"
+        changes.append(Change(_category(path), path, kind, a, b))
+    hidden = 0
+    kept: List[Change] = []
+    for c in changes:
+        c.volatile = _is_volatile(c.path)
+        if c.volatile:
+            c.category = "volatile"
+            if not include_volatile:
+                hidden += 1
+                continue
+        kept.append(c)
+    kept.sort(key=_order)
+    return kept, hidden
+
+
+def _order(c: Change) -> Tuple[Any, ...]:
+    rank = CATEGORIES.index(c.category) if c.category in CATEGORIES else len(CATEGORIES)
+    if c.category == "code":
+        parts = c.path.split(".")
+        repo = parts[1] if len(parts) > 1 else ""
+        return (rank, repo, _CODE_RANK.get(parts[2] if len(parts) > 2 else "", 6), c.path)
+    if c.category == "packages":
+        return (rank, _KIND_RANK.get(c.kind, 9), c.path)
+    return (rank, 0, c.path)
+
+
+def _category(path: str) -> str:
+    head, _, rest = path.partition(".")
+    if head == "config":
+        return "env" if rest.startswith("selected_env") else "config"
+    if head == "command":
+        return "config"
+    if head in ("scheduler", "container"):
+        return "runtime"
+    if head in CATEGORIES:
+        return head
+    return "other"
+
+
+def _is_volatile(path: str) -> bool:
+    parts = re.split(r"\.|\[", path)
+    if parts[0] in _VOLATILE_TOP:
+        return True
+    last = parts[-1].rstrip("]")
+    if last in _VOLATILE_KEYS:
+        return True
+    if path.startswith("config.selected_env.") and path[len("config.selected_env."):] in _VOLATILE_ENV:
+        return True
+    if parts[0] == "outcome" and _OUTCOME_TIMES.search(last):
+        return True
+    return False
+
+
+# Handled field by field above, so the generic walk skips them.
+_SPECIAL = ("code", "environment.packages", "environment.key_packages")
+_SKIPPED = frozenset(_SPECIAL[1:])
+"""Compared by their own rules (:func:`_diff_packages`), not path by path."""
+
+
+def _has_node_data(doc: Mapping[str, Any]) -> bool:
+    runtime = doc.get("runtime")
+    nodes = runtime.get("nodes") if isinstance(runtime, dict) else None
+    return isinstance(nodes, list) and any(isinstance(n, dict) and ("hardware" in n or "environment" in n)
+                                           for n in nodes)
+
+
+def _flatten_doc(doc: Mapping[str, Any], per_node: bool = False) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for key in doc:
+        if key == "code" or (per_node and key == "heterogeneity"):
+            continue
+        if per_node and key == "runtime" and isinstance(doc[key], dict):
+            flatten({k: v for k, v in doc[key].items() if k not in ("nodes", "nodes_truncated")}, "runtime", out,
+                    skip=_SKIPPED, label_lists=True)
+            continue
+        flatten(doc[key], str(key), out, skip=_SKIPPED, label_lists=True)
+    for special in _SPECIAL[1:]:
+        for path in [p for p in out if p == special or p.startswith(special + ".")]:
+            del out[path]
+    return out
+
+
+def _diff_code(old: Any, new: Any) -> List[Change]:
+    old = old if isinstance(old, dict) else {}
+    new = new if isinstance(new, dict) else {}
+    out: List[Change] = []
+    for name in sorted(set(old) | set(new), key=str):
+        base = "code.%s" % name
+        a, b = old.get(name, MISSING), new.get(name, MISSING)
+        if a is MISSING or b is MISSING:
+            repo = b if a is MISSING else a
+            out.append(Change("code", base, "added" if a is MISSING else "removed",
+                              extra={"commit": get(repo, "commit", None)}))
+            continue
+        a = a if isinstance(a, dict) else {}
+        b = b if isinstance(b, dict) else {}
+        patch = _diff_patch(a.get("patch"), b.get("patch"))
+        if patch is not None:
+            patch.path = base + ".patch"
+            out.append(patch)
+        untracked = _diff_untracked(a.get("untracked"), b.get("untracked"))
+        if untracked is not None:
+            untracked.path = base + ".untracked"
+            out.append(untracked)
+        flat_a: Dict[str, Any] = {}
+        flat_b: Dict[str, Any] = {}
+        for key in a:
+            if key not in ("patch", "untracked"):
+                flatten(a[key], "%s.%s" % (base, key), flat_a, skip=_SKIPPED, label_lists=True)
+        for key in b:
+            if key not in ("patch", "untracked"):
+                flatten(b[key], "%s.%s" % (base, key), flat_b, skip=_SKIPPED, label_lists=True)
+        for path in sorted(set(flat_a) | set(flat_b)):
+            x, y = flat_a.get(path, MISSING), flat_b.get(path, MISSING)
+            if x == y and type(x) is type(y):
+                continue
+            out.append(Change("code", path, "added" if x is MISSING else "removed" if y is MISSING else "changed",
+                              x, y))
+    return out
+
+
+def _patch_digest(patch: Any) -> Optional[str]:
+    if not isinstance(patch, dict):
+        return None
+    for key in ("sha256", "stored_sha256"):
+        if isinstance(patch.get(key), str) and patch[key]:
+            return patch[key]
+    return None
+
+
+def _files(value: Any) -> List[str]:
+    if isinstance(value, dict):
+        value = value.get("files")
+    if not isinstance(value, list):
+        return []
+    return [str(f.get("path") if isinstance(f, dict) else f) for f in value]
+
+
+def _diff_patch(a: Any, b: Any) -> Optional[Change]:
+    da, db = _patch_digest(a), _patch_digest(b)
+    if da == db:
+        return None
+    fa, fb = _files(a), _files(b)
+    kind = "added" if da is None else "removed" if db is None else "changed"
+    extra = {
+        "files": sorted(set(fa) | set(fb)),
+        "files_added": sorted(set(fb) - set(fa)),
+        "files_removed": sorted(set(fa) - set(fb)),
+    }
+    return Change("code", "", kind, da if da is not None else MISSING, db if db is not None else MISSING,
+                  extra=extra)
+
+
+def _diff_untracked(a: Any, b: Any) -> Optional[Change]:
+    def count(u: Any) -> Any:
+        if isinstance(u, dict):
+            return u.get("count", len(_files(u)))
+        return u if isinstance(u, int) else MISSING
+
+    ca, cb = count(a), count(b)
+    fa, fb = _files(a), _files(b)
+    if ca == cb and fa == fb:
+        return None
+    kind = "added" if ca is MISSING else "removed" if cb is MISSING else "changed"
+    return Change("code", "", kind, ca, cb, extra={"files_added": sorted(set(fb) - set(fa)),
+                                                   "files_removed": sorted(set(fa) - set(fb))})
+
+
+def _diff_packages(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[Change]:
+    pa, pb = fields.packages(old), fields.packages(new)
+    if pa is None and pb is None:
+        return []
+    if pa is None or pb is None:
+        which = pb if pa is None else pa
+        return [Change("packages", "environment.packages", "added" if pa is None else "removed",
+                       extra={"count": len(which or {})})]
+    out = []
+    for name in sorted(set(pa) | set(pb)):
+        a, b = pa.get(name, MISSING), pb.get(name, MISSING)
+        if a == b:
+            continue
+        if a is MISSING:
+            kind = "added"
+        elif b is MISSING:
+            kind = "removed"
+        else:
+            order = fields.version_order(a, b)
+            kind = "upgraded" if order > 0 else "downgraded" if order < 0 else "changed"
+        out.append(Change("packages", "environment.packages." + name, kind, a, b))
+    return out
+
+
+# -- output -----------------------------------------------------------------------------------
+
+_COLORS = {"added": "32", "removed": "31", "upgraded": "32", "downgraded": "31", "changed": "33", "title": "1"}
+_SIGNS = {"added": "+", "removed": "-", "upgraded": "^", "downgraded": "v", "changed": "~"}
+
+
+def _show(value: Any, path: str = "") -> str:
+    if value is MISSING:
+        return "(absent)"
+    if isinstance(value, str):
+        if path.endswith(".commit") and re.match(r"^[0-9a-f]{40,64}$", value):
+            value = value[:12]
+        return safe_text(value, 100)
+    try:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = str(value)
+    return safe_text(text, 100)
+
+
+def _line(c: Change) -> str:
+    label = c.path
+    if c.category == "packages" and c.path.startswith("environment.packages."):
+        label = c.path[len("environment.packages."):]
+    elif c.category == "env" and c.path.startswith("config.selected_env."):
+        label = c.path[len("config.selected_env."):]
+    elif c.category == "code":
+        label = c.path[len("code."):]
+    label = safe_text(label, 80)
+    if c.kind == "nodes":
+        return "nodes  %s" % safe_text(c.extra.get("summary", ""), 200)
+    if c.path.endswith(".patch") and c.category == "code":
+        files = c.extra.get("files") or []
+        what = {"added": "uncommitted changes appeared", "removed": "uncommitted changes gone",
+                "changed": "uncommitted changes differ"}[c.kind]
+        marks = []
+        for f in files:
+            sign = "+" if f in c.extra.get("files_added", ()) else "-" if f in c.extra.get("files_removed", ()) else ""
+            marks.append(sign + safe_text(f, 80))
+        return "%s  %s%s" % (label, what, (": " + ", ".join(marks[:20]) + (" ..." if len(marks) > 20 else ""))
+                             if marks else "")
+    if c.path.endswith(".untracked") and c.category == "code":
+        news = c.extra.get("files_added") or []
+        gone = c.extra.get("files_removed") or []
+        names = ["+" + safe_text(f, 80) for f in news[:10]] + ["-" + safe_text(f, 80) for f in gone[:10]]
+        return "%s  %s -> %s untracked files%s" % (label, _show(c.old), _show(c.new),
+                                                   (": " + ", ".join(names)) if names else "")
+    if c.kind == "added" and c.old is MISSING and c.new is MISSING:
+        return "%s  (added%s)" % (label, _extra_note(c))
+    if c.kind == "removed" and c.old is MISSING and c.new is MISSING:
+        return "%s  (removed%s)" % (label, _extra_note(c))
+    if c.kind == "added":
+        return "%s  %s" % (label, _show(c.new, c.path))
+    if c.kind == "removed":
+        return "%s  %s" % (label, _show(c.old, c.path))
+    return "%s  %s -> %s" % (label, _show(c.old, c.path), _show(c.new, c.path))
+
+
+def _extra_note(c: Change) -> str:
+    if c.extra.get("commit"):
+        return ", commit %s" % _show(c.extra["commit"], ".commit")
+    if "count" in c.extra:
+        return ", %d packages" % c.extra["count"]
+    return ""
+
+
+def render_text(changes: List[Change], hidden: int, *, color: bool = False) -> str:
+    """The terminal form: a title per category, one line per change, and a summary line."""
+    def paint(text: str, what: str) -> str:
+        return "\x1b[%sm%s\x1b[0m" % (_COLORS[what], text) if color else text
+
+    lines: List[str] = []
+    current = None
+    for c in changes:
+        if c.category != current:
+            current = c.category
+            lines.append(paint(_TITLES.get(current, current), "title"))
+        lines.append("  %s %s" % (paint(_SIGNS.get(c.kind, "~"), c.kind), _line(c)))
+    lines.append(summary_line(changes, hidden))
+    return "\n".join(lines) + "\n"
+
+
+def summary_line(changes: List[Change], hidden: int = 0) -> str:
+    """One line: ``3 differences: code 1, packages 2`` (used by ``lineage`` too)."""
+    counts: Dict[str, int] = {}
+    for c in changes:
+        counts[c.category] = counts.get(c.category, 0) + 1
+    note = " (%d volatile field%s hidden; --all shows them)" % (hidden, "" if hidden == 1 else "s") if hidden else ""
+    if not changes:
+        return "identical" + note
+    parts = ", ".join("%s %d" % (_TITLES.get(k, k), counts[k]) for k in CATEGORIES if k in counts)
+    return "%d difference%s: %s%s" % (len(changes), "" if len(changes) == 1 else "s", parts, note)
+
+
+def render_json(changes: List[Change], hidden: int, old_path: str, new_path: str,
+                old: Mapping[str, Any], new: Mapping[str, Any], warnings: List[str]) -> str:
+    doc = {
+        "identical": not changes,
+        "old": {"path": old_path, "run_id": old.get("run_id")},
+        "new": {"path": new_path, "run_id": new.get("run_id")},
+        "changes": [c.as_json() for c in changes],
+        "hidden_volatile": hidden,
+        "summary": summary_line(changes, hidden),
+        "warnings": warnings,
+    }
+    # ensure_ascii: control characters from the files leave as \u escapes, never raw
+    return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=True, default=str) + "\n"
+
+
+def run_cli(old_path: str, new_path: str, *, as_json: bool = False, include_volatile: bool = False,
+        env: Optional[Mapping[str, str]] = None, stdout: Any = None, stderr: Any = None) -> int:
+    """The subcommand: 0 identical, 1 different, 2 unreadable input (like diff(1))."""
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    docs = []
+    warnings: List[str] = []
+    for path in (old_path, new_path):
+        read = read_or_report("diff", path, stderr)
+        if read is None:
+            return EXIT_USAGE
+        doc, warns = read
+        docs.append(doc)
+        warnings.extend("%s: %s" % (path, w) for w in warns)
+    for w in warnings:
+        stderr.write("relaxrepro diff: note: %s\n" % safe_text(w))
+    changes, hidden = diff_documents(docs[0], docs[1], include_volatile=include_volatile)
+    if as_json:
+        stdout.write(render_json(changes, hidden, old_path, new_path, docs[0], docs[1], warnings))
+    else:
+        stdout.write(render_text(changes, hidden, color=use_color(stdout, dict(env or {}))))
+    return EXIT_FAIL if changes else EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    return run_cli(args.old, args.new, as_json=args.json, include_volatile=args.all, env=os.environ)

@@ -1,0 +1,162 @@
+"""``relaxrepro generate``: collect this run's manifest and write it (or, with ``--node-report``, this
+node's fragment). Best effort: a partial manifest is still written, and only ``--strict`` fails on it."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..manifest.model import valid_run_id
+from ..record import session
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+    from typing import List, Optional, Tuple
+
+
+def run(args: argparse.Namespace) -> int:
+    command: List[str] = list(args.command_argv)
+    if args.node_report:
+        return node_report(args, dict(os.environ), command)
+    code, doc, path, problems = record_run(args, command, dict(os.environ), "generate")
+    if code is not None:
+        return code
+    if doc is None:
+        return EXIT_OK  # rank 0 writes
+    if path is None:
+        return EXIT_FAIL if args.strict else EXIT_OK
+    if args.print_doc:
+        sys.stderr.write(path + "\n")  # stdout holds the manifest alone, for a pipe into jq
+    else:
+        print(path)
+    if args.strict and problems:
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: str
+               ) -> Tuple[Optional[int], Optional[dict], Optional[str], List[str]]:
+    """Collect and write as ``generate`` does: (exit code to stop with, document, path, probe problems).
+
+    Shared by ``generate`` and ``run``. Skipped on ranks other than 0 unless ``--all-ranks``.
+    """
+    if not session.records_here(env, args.all_ranks):
+        return None, None, None, []  # under a multi-rank launcher only rank 0 writes
+    if args.run_id is None and env.get(session.RUN_ID_ENV):
+        args.run_id = env[session.RUN_ID_ENV]  # shared with every node's --node-report, so merge can match them
+    if args.run_id is not None and not valid_run_id(args.run_id):
+        sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
+                         % (verb, args.run_id))
+        return EXIT_USAGE, None, None, []
+
+    repos, problem = parse_repos(args.repo)
+    if problem:
+        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, problem))
+        return EXIT_USAGE, None, None, []
+
+    from ..collect import assemble
+    from ..collect.context import Context
+
+    redactor = _redactor(args, env, verb)
+    if redactor is None:
+        return EXIT_USAGE, None, None, []
+    directory = None if args.output else session.output_dir(args.output_dir, env)
+    options = {"parent": args.parent, "group": args.group, "note": args.note,
+               "output_dir": directory or os.path.dirname(os.path.abspath(args.output)),
+               "env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
+               "private_patch": args.private_patch, "python": args.python}
+    if args.args_json is not None:
+        loaded = _load_args_json(args.args_json)
+        if isinstance(loaded, str):
+            sys.stderr.write("relaxrepro %s: error: --args-json %s: %s\n" % (verb, args.args_json, loaded))
+            return EXIT_USAGE, None, None, []
+        options["args_json"] = loaded
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none",
+                  options={k: v for k, v in options.items() if v is not None}, redactor=redactor)
+    doc = assemble.build(ctx, run_id=args.run_id)
+    rank = session.rank(env)
+    if rank is not None:
+        doc.setdefault("runtime", {})["rank"] = rank
+    problems = assemble.probe_problems(doc)
+    for line in problems:
+        sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
+    lineage = doc.get("lineage") if isinstance(doc.get("lineage"), dict) else {}
+    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else None
+    if parent is not None and not parent.get("found"):
+        sys.stderr.write("relaxrepro: warning: parent %s not found; recorded as given\n" % parent.get("given"))
+    result = session.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if args.print_doc:
+        from ..manifest import writer
+
+        sys.stdout.write(writer.serialize(doc).decode("utf-8"))
+    return None, doc, result.path, problems
+
+
+def _redactor(args: argparse.Namespace, env: dict, verb: str) -> object:
+    """The run's one redaction policy from ``--redact-pattern`` and ``--keep-paths``; None (said why) if bad."""
+    from ..manifest.redact import Redactor
+
+    try:
+        return Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
+    except ValueError as exc:
+        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, exc))
+        return None
+
+
+def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
+    """``generate --node-report``: this node's fragment ``node_<name>.json``."""
+    from ..collect import node
+    from ..collect.context import Context
+    from ..manifest.nodes import fragment_filename
+
+    run_id = args.run_id or node.run_id_from_env(env)
+    if not valid_run_id(run_id):
+        sys.stderr.write("relaxrepro generate: error: --node-report needs a run id shared with rank 0's manifest: "
+                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
+                                                                                else ""))
+        return EXIT_USAGE
+    redactor = _redactor(args, env, "generate")
+    if redactor is None:
+        return EXIT_USAGE
+    options = {"run_id": run_id, "source": "cli"}
+    if args.python:
+        options["python"] = args.python  # the training interpreter whose packages this node has
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options,
+                  redactor=redactor)
+    frag = node.collect_fragment(ctx)
+    path = args.output or os.path.join(session.output_dir(args.output_dir, env), fragment_filename(frag))
+    result = session.write(frag, path=path, env=env, redactor=redactor)
+    for w in result.warnings:
+        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+    if args.print_doc:
+        from ..manifest import writer
+
+        sys.stdout.write(writer.serialize(frag).decode("utf-8"))
+    if result.path is None:
+        return EXIT_FAIL if args.strict else EXIT_OK
+    print(result.path)
+    return EXIT_OK
+
+
+def _load_args_json(path: str) -> object:
+    """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(16 << 20)
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except ValueError as exc:
+        return "not valid JSON (%s)" % exc
+    if not isinstance(value, dict):
+        return "expected a JSON object of argument names, got %s" % type(value).__name__
+    return value

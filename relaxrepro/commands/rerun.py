@@ -1,0 +1,369 @@
+"""``relaxrepro rerun MANIFEST (--dry-run | --confirm)``: replay a recorded run.
+
+Nothing from the file runs unless the user confirms. ``--dry-run`` prints a POSIX sh script to
+review, every recorded value quoted with :func:`shlex.quote` (``$(...)``, backticks, quotes and
+newlines stay literal arguments). ``--confirm`` runs ``check`` first, refuses on FAIL, on redacted
+values nobody supplied, on a missing command or interpreter, and on a command that names the
+manifest being replayed; then runs the command and exits with its status. It never installs
+anything and never touches git state: a recorded patch is pointed at, not applied.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+
+from ..manifest import fields
+from ..manifest.fields import get, scalar, section
+from ..std.records import Record
+from ..std.text import safe_text
+from ._common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_or_report
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+"""Refused before running anything (the command's own status is passed through otherwise)."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ARGV_KEY = re.compile(r"^argv\[(\d+)\]$")
+_PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?$")
+
+
+class Refusal(Exception):
+    """Why a rerun cannot go ahead; the message is one line for the user."""
+
+
+class Repo(Record):
+    _fields = ("name", "path", "commit", "patch", "dirty")
+
+    def __init__(self, name: str, path: Optional[str], commit: Optional[str], patch: Dict[str, Any],
+                 dirty: Any) -> None:
+        self.name = name
+        self.path = path
+        self.commit = commit
+        self.patch = patch
+        self.dirty = dirty
+
+
+class Plan(Record):
+    """Everything the replay would do, decided from the manifest and ``--set`` values."""
+
+    _fields = ("argv", "env", "skipped_env", "cwd", "interpreter", "interpreter_version", "repos", "redacted",
+               "run_id")
+
+    def __init__(self, argv: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
+                 skipped_env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
+                 interpreter: Optional[str] = None, interpreter_version: Optional[str] = None,
+                 repos: Optional[List[Repo]] = None, redacted: Optional[List[str]] = None, run_id: str = "") -> None:
+        self.argv: List[str] = [] if argv is None else argv
+        self.env: Dict[str, str] = {} if env is None else env
+        self.skipped_env: Dict[str, str] = {} if skipped_env is None else skipped_env
+        self.cwd = cwd
+        self.interpreter = interpreter
+        self.interpreter_version = interpreter_version
+        self.repos: List[Repo] = [] if repos is None else repos
+        self.redacted: List[str] = [] if redacted is None else redacted
+        """Values still holding a redaction placeholder, as ``where: value`` lines."""
+        self.run_id = run_id
+
+
+def _as_str_list(value: Any) -> Optional[List[str]]:
+    if not isinstance(value, list):
+        return None
+    return [v if isinstance(v, str) else str(v) for v in value]
+
+
+def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, str]) -> Plan:
+    """Decide the replay. ``values`` are ``--set`` pairs; raises :class:`Refusal` on a bad one."""
+    p = Plan(run_id=str(rec.get("run_id", "")))
+    argv = _as_str_list(get(rec, "command.argv", None)) or []
+    cwd = scalar(get(rec, "command.cwd", None))
+    selected = get(rec, "config.selected_env", None)
+    recorded_env = {str(k): v if isinstance(v, str) else str(v) for k, v in selected.items()
+                    if v is not None} if isinstance(selected, dict) else {}
+    exe = scalar(get(rec, "environment.python.executable", None))
+    p.interpreter_version = scalar(get(rec, "environment.python.version", None)) or scalar(
+        get(rec, "environment.python_version", None))
+
+    # --set: placeholders are substituted everywhere first, then exact slots are filled.
+    substitutions = {k: v for k, v in values.items() if k in fields.PLACEHOLDERS or "***" in k}
+
+    def fill(text: str) -> str:
+        for old, new in substitutions.items():
+            text = text.replace(old, new)
+        return text
+
+    argv = [fill(a) for a in argv]
+    cwd = fill(cwd) if cwd else cwd
+    exe = fill(exe) if exe else exe
+    recorded_env = {k: fill(v) for k, v in recorded_env.items()}
+    for key, value in values.items():
+        if key in substitutions:
+            continue
+        m = _ARGV_KEY.match(key)
+        if m:
+            index = int(m.group(1))
+            if index >= len(argv):
+                raise Refusal("--set %s: the recorded command has %d arguments" % (key, len(argv)))
+            argv[index] = value
+        elif key == "cwd":
+            cwd = value
+        elif _ENV_NAME.match(key):
+            recorded_env[key] = value
+        else:
+            raise Refusal("--set %s: KEY is an env var name, argv[N], cwd, or a placeholder such as <HOME>"
+                          % safe_text(key))
+
+    p.interpreter = exe
+    p.argv = with_interpreter(argv, exe)
+    p.cwd = cwd
+    for name in sorted(recorded_env):
+        value = recorded_env[name]
+        if not _ENV_NAME.match(name):
+            p.skipped_env[name] = "not a shell variable name"
+        elif fields.redacted_parts(value):
+            p.skipped_env[name] = "redacted"
+            p.redacted.append("env %s: %s" % (name, value))
+        else:
+            p.env[name] = value
+    for i, a in enumerate(p.argv):
+        if fields.redacted_parts(a):
+            p.redacted.append("argv[%d]: %s" % (i, a))
+    if cwd and fields.redacted_parts(cwd):
+        p.redacted.append("cwd: %s" % cwd)
+
+    home = env.get("HOME")
+    for name, r in sorted(section(rec, "code").items(), key=lambda kv: str(kv[0])):
+        r = r if isinstance(r, dict) else {}
+        patch = r.get("patch") if isinstance(r.get("patch"), dict) else {}
+        p.repos.append(Repo(str(name), fields.resolve_home(r.get("path"), home), scalar(r.get("commit")), patch,
+                            r.get("dirty")))
+    return p
+
+
+def with_interpreter(argv: List[str], exe: Optional[str],
+                     is_tool: Callable[[str], bool] = lambda p: os.path.isfile(p) and os.access(p, os.X_OK)
+                     ) -> List[str]:
+    """The recorded command run by the recorded interpreter, not whatever ``python`` is on PATH.
+
+    ``python``/``python3.11``/``/usr/bin/python3`` become the recorded interpreter; a bare
+    ``train.py`` gets it in front; a bare launcher (``torchrun``, ``deepspeed``) is taken from the
+    interpreter's own bin directory when it is there (a venv's torchrun, not the system one).
+    """
+    if not argv or not exe:
+        return list(argv)
+    first = os.path.basename(argv[0])
+    if _PYTHON_NAME.match(first):
+        return [exe] + argv[1:]
+    if argv[0].endswith(".py"):
+        return [exe] + argv
+    if "/" not in argv[0]:
+        beside = os.path.join(os.path.dirname(exe), argv[0])
+        if is_tool(beside):
+            return [beside] + argv[1:]
+    return list(argv)
+
+
+def names_manifest(p: Plan, manifest_path: str) -> Optional[str]:
+    """The first argument or env value naming the manifest (or its sidecars), which a rerun must not touch."""
+    targets = {os.path.realpath(manifest_path)}
+    directory = os.path.dirname(os.path.abspath(manifest_path))
+    for repo in p.repos:
+        sidecar = scalar(repo.patch.get("sidecar"))
+        if sidecar and "/" not in sidecar:
+            targets.add(os.path.realpath(os.path.join(directory, sidecar)))
+    base = p.cwd if p.cwd and os.path.isdir(p.cwd) else os.getcwd()
+    candidates = [("argv[%d]" % i, a) for i, a in enumerate(p.argv)] + [("env " + k, v) for k, v in p.env.items()]
+    for where, value in candidates:
+        for part in {value, value.partition("=")[2]}:
+            if part and os.path.realpath(os.path.join(base, part)) in targets:
+                return "%s (%s)" % (where, part)
+    return None
+
+
+# -- the dry-run script ------------------------------------------------------------------------
+
+def _q(value: str) -> str:
+    return shlex.quote(value)
+
+
+def _comment(value: Any) -> str:
+    # one comment line can never end early: newlines and control characters are escaped
+    return safe_text(value, 400)
+
+
+def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
+    """A POSIX sh script that verifies the code, exports the env and runs the command."""
+    out: List[str] = [
+        "#!/bin/sh",
+        "# Replay of run %s, written by: relaxrepro rerun --dry-run %s" % (_comment(p.run_id),
+                                                                         _comment(manifest_path)),
+        "# Review it before running. It installs nothing and changes no git state.",
+        "set -eu",
+        "",
+    ]
+    if p.redacted:
+        out.append("# These recorded values were redacted and cannot be replayed as they stand;")
+        out.append("# supply them with rerun --set KEY=VALUE (or edit them below), then delete the exit line:")
+        out.extend("#   %s" % _comment(r) for r in p.redacted)
+        out.append("echo 'relaxrepro: the command holds redacted values; see the comments at the top' >&2")
+        out.append("exit 1")
+        out.append("")
+    out.append("# -- code: every recorded repository must be at its recorded commit")
+    for repo in p.repos:
+        out.extend(_repo_lines(repo, manifest_path))
+    if not p.repos:
+        out.append("# (no repository recorded)")
+    out.append("")
+    if p.interpreter and p.argv and p.argv[0] == p.interpreter:
+        closest = _closest(p, env)
+        gone = "relaxrepro: the recorded interpreter %s is gone" % p.interpreter
+        if closest:
+            gone += " (closest match here: %s)" % closest
+        out.append("# -- the training interpreter recorded in the manifest (Python %s)" % _comment(
+            p.interpreter_version or "?"))
+        out.append("if [ ! -x %s ]; then" % _q(p.interpreter))
+        out.append("  echo %s >&2" % _q(gone))
+        out.append("  exit 1")
+        out.append("fi")
+        out.append("")
+    out.append("# -- environment: the recorded selected variables (redacted ones are not exported)")
+    for name, value in sorted(p.env.items()):
+        out.append("export %s=%s" % (name, _q(value)))
+    for name, why in sorted(p.skipped_env.items()):
+        out.append("# not exported (%s): %s" % (why, _comment(name)))
+    if not p.env and not p.skipped_env:
+        out.append("# (no environment recorded)")
+    out.append("")
+    if p.cwd:
+        out.append("cd %s" % _q(p.cwd))
+    else:
+        out.append("# (no working directory recorded: runs where this script is started)")
+    if p.argv:
+        out.append("exec " + " ".join(_q(a) for a in p.argv))
+    else:
+        out.append("echo 'relaxrepro: the manifest records no command' >&2")
+        out.append("exit 1")
+    return "\n".join(out) + "\n"
+
+
+def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
+    lines = ["# repo %s" % _comment(repo.name)]
+    if not repo.path or not repo.commit:
+        lines.append("# (path or commit not recorded: cannot be verified)")
+        return lines
+    fail = "relaxrepro: repo %s at %s is not at commit %s" % (repo.name, repo.path, repo.commit)
+    lines += [
+        "relaxrepro_head=$(git -C %s rev-parse HEAD 2>/dev/null) || relaxrepro_head=" % _q(repo.path),
+        'if [ "$relaxrepro_head" != %s ]; then' % _q(repo.commit),
+        "  echo %s >&2" % _q(fail),
+        "  exit 1",
+        "fi",
+    ]
+    digest = scalar(repo.patch.get("sha256"))
+    if digest or repo.dirty is True:
+        files = repo.patch.get("files")
+        names = ", ".join(str(f.get("path") if isinstance(f, dict) else f) for f in files) if isinstance(
+            files, list) else ""
+        lines.append("# The run had uncommitted changes%s%s." % (
+            " (patch sha256 %s)" % _comment(digest) if digest else " (no patch was recorded)",
+            ": " + _comment(names) if names else ""))
+        sidecar = scalar(repo.patch.get("sidecar"))
+        where = None
+        if sidecar:
+            where = os.path.join(os.path.dirname(os.path.abspath(manifest_path)), sidecar)
+            lines.append("# The patch is the sidecar file %s" % _comment(where))
+        elif isinstance(repo.patch.get("text"), str):
+            lines.append("# The patch is inline in the manifest (code.%s.patch.text)." % _comment(repo.name))
+        if digest:
+            lines.append("# Apply it on a clean checkout of the commit with:")
+            lines.append("#   git -C %s apply --binary %s" % (_comment(_q(repo.path)),
+                                                             _comment(_q(where)) if where else "PATCHFILE"))
+            lines.append("# or rebuild the whole source tree elsewhere with:")
+            lines.append("#   relaxrepro restore %s --into NEW_DIR" % _comment(_q(manifest_path)))
+            lines.append("# (relaxrepro check says whether the changes here match the recorded patch.)")
+    return lines
+
+
+def _closest(p: Plan, env: Mapping[str, str]) -> Optional[str]:
+    if not p.interpreter or os.path.exists(p.interpreter):
+        return None
+    from ..collect.here import closest_interpreter
+
+    return closest_interpreter(p.interpreter, p.interpreter_version, env)
+
+
+# -- the command -------------------------------------------------------------------------------
+
+def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mapping[str, str],
+            env: Mapping[str, str]) -> Tuple[List[str], Dict[str, str], Optional[str]]:
+    """Every refusal, in the order a user fixes them; returns (argv, env, cwd) to run."""
+    if not p.argv:
+        raise Refusal("the manifest records no command (command.argv is empty): nothing to rerun")
+    if p.redacted:
+        raise Refusal("the command or its env hold redacted values; supply them with --set KEY=VALUE "
+                      "(KEY: an env var, argv[N], cwd, or a placeholder such as <HOME>):\n"
+                      + "\n".join("  " + safe_text(r, 200) for r in p.redacted))
+    if p.interpreter and p.argv[0] == p.interpreter and not (
+            os.path.isfile(p.interpreter) and os.access(p.interpreter, os.X_OK)):
+        closest = _closest(p, env)
+        raise Refusal("the recorded interpreter %s is gone%s" % (
+            safe_text(p.interpreter), "; closest match here: %s" % safe_text(closest) if closest
+            else "; no Python of that version on PATH"))
+    if p.cwd and not os.path.isdir(p.cwd):
+        raise Refusal("the recorded working directory %s does not exist here (--set cwd=DIR)" % safe_text(p.cwd))
+    clash = names_manifest(p, manifest_path)
+    if clash:
+        raise Refusal("the recorded command names the manifest being replayed in %s; refusing so that it "
+                      "cannot be overwritten" % safe_text(clash))
+    from . import check
+    from .check_rules import FAIL
+
+    report = check.evaluate(rec, repos=repos, env=env)
+    fails = [i for i in report.items if i.verdict == FAIL]
+    if fails:
+        raise Refusal("check found differences that make this run irreproducible here:\n" + "\n".join(
+            "  %s: recorded %s, here %s%s" % (safe_text(i.item), safe_text(i.recorded), safe_text(i.here),
+                                              " (%s)" % safe_text(i.note) if i.note else "") for i in fails))
+    run_env = dict(env)
+    run_env.update(p.env)
+    return p.argv, run_env, p.cwd
+
+
+def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mapping[str, str],
+            env: Optional[Mapping[str, str]] = None) -> int:
+    """The subcommand. Dry run: print the script (0). Confirm: the command's exit status, 2 when refused."""
+    env = dict(os.environ if env is None else env)
+    read = read_or_report("rerun", path)
+    if read is None:
+        return EXIT_USAGE
+    rec, warnings = read
+    for w in warnings:
+        sys.stderr.write("relaxrepro rerun: note: %s\n" % safe_text(w))
+    try:
+        p = plan(rec, values, env)
+        if dry_run:
+            sys.stdout.write(script(p, path, env))
+            return EXIT_OK
+        argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
+    except Refusal as exc:
+        sys.stderr.write("relaxrepro rerun: refused: %s\n" % exc)
+        return EXIT_REFUSED
+    from ..std import proc
+
+    sys.stderr.write("relaxrepro rerun: running %s\n" % safe_text(" ".join(shlex.quote(a) for a in argv), 400))
+    sys.stderr.flush()
+    sys.stdout.flush()
+    result = proc.run_foreground(argv, env=run_env, cwd=cwd)
+    if result.error:
+        sys.stderr.write("relaxrepro rerun: could not start %s: %s\n" % (safe_text(argv[0]), result.error))
+    return proc.exit_status(result)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_cli(args.manifest, dry_run=args.dry_run, values=pairs(args.set_values, "--set"),
+                   repos=pairs(args.repo, "--repo"))

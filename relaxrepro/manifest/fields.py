@@ -1,0 +1,179 @@
+"""Field access for the reading commands (check, diff, rerun, restore, lineage, compare): safe lookups
+into documents that may lack any field or hold an odd type, package and version rules, redaction
+placeholders.
+
+Cheap to import: ``diff`` must start fast on a laptop with nothing but Python, so nothing here imports
+a probe, the writer or the manifest assembler.
+"""
+
+from __future__ import annotations
+
+import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Optional, Tuple
+
+PLACEHOLDERS: Tuple[str, ...] = ("<redacted>", "<HOME>", "<internal-host>", "<internal-address>")
+"""What redaction leaves in place of a value; ``***`` (a masked secret such as ``wand***``) is the other."""
+
+MISSING = object()
+"""Returned by :func:`get` when a field is absent (distinct from a recorded ``null``)."""
+
+
+# -- safe lookups -------------------------------------------------------------------------------
+
+def get(doc: Any, dotted: str, default: Any = MISSING) -> Any:
+    """``doc["a"]["b"]`` for ``"a.b"``; ``default`` when any step is absent or not an object."""
+    node = doc
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def section(doc: Any, dotted: str) -> Dict[str, Any]:
+    """The object at ``dotted``, or ``{}`` when absent or of another type."""
+    value = get(doc, dotted, None)
+    return value if isinstance(value, dict) else {}
+
+
+def scalar(value: Any) -> Optional[str]:
+    """A recorded scalar as text; None for absent, null, empty or structured values."""
+    if value is MISSING or value is None or isinstance(value, (dict, list)):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value).strip()
+    return text or None
+
+
+_SEPARATORS = re.compile(r"[-_.]+")
+_NORMAL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def norm_package(name: str) -> str:
+    """PEP 503 name normalisation: ``Flash_Attn`` and ``flash-attn`` are one package."""
+    if _NORMAL_NAME.match(name):  # most names already are: skip the substitution (diff must be fast)
+        return name
+    return _SEPARATORS.sub("-", name).lower()
+
+
+def packages(doc: Any) -> Optional[Dict[str, str]]:
+    """Installed distributions by normalised name, from ``packages`` or else ``key_packages``.
+
+    None when the manifest recorded neither (the probe was absent), which is not "none installed".
+    """
+    env = section(doc, "environment")
+    found: Optional[Dict[str, str]] = None
+    for key in ("key_packages", "packages"):  # full list last, so it wins on a clash
+        table = env.get(key)
+        if isinstance(table, dict):
+            found = found or {}
+            for name, version in table.items():
+                if isinstance(version, str):
+                    version = version.strip()
+                elif isinstance(version, (int, float)) and not isinstance(version, bool):
+                    version = str(version)
+                else:
+                    continue
+                if version and isinstance(name, str):
+                    found[norm_package(name)] = version
+    return found
+
+
+# -- versions -----------------------------------------------------------------------------------
+
+_RELEASE = re.compile(r"^[vV]?(\d+(?:\.\d+)*)(.*)$")
+
+
+def parse_version(text: Any) -> Optional[Tuple[Tuple[int, ...], str, str]]:
+    """(release numbers, suffix such as ``rc1``/``.post1``, local part after ``+``) or None."""
+    value = scalar(text)
+    if value is None:
+        return None
+    public, _, local = value.partition("+")
+    m = _RELEASE.match(public.strip())
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split(".")), m.group(2), local
+
+
+def change_level(old: Any, new: Any) -> str:
+    """How two versions differ: ``equal``, ``local``, ``patch``, ``minor``, ``major`` or ``unknown``.
+
+    ``2.3.0+cu121`` vs ``2.3.0+cu118`` is ``local``; ``12.1.105`` vs ``12.1.66`` is ``patch``;
+    a pre-release or post-release suffix counts as ``patch``. Unparseable and different is
+    ``unknown`` (a git describe string, a date).
+    """
+    a, b = scalar(old), scalar(new)
+    if a == b:
+        return "equal"
+    pa, pb = parse_version(a), parse_version(b)
+    if pa is None or pb is None:
+        return "unknown"
+    ra, rb = pa[0] + (0,) * (3 - len(pa[0])), pb[0] + (0,) * (3 - len(pb[0]))
+    if ra[0] != rb[0]:
+        return "major"
+    if ra[1] != rb[1]:
+        return "minor"
+    if ra != rb or pa[1] != pb[1]:
+        return "patch"
+    if pa[2] != pb[2]:
+        return "local"
+    return "equal"  # "12.1" and "12.1.0"
+
+
+def version_order(old: Any, new: Any) -> int:
+    """-1 when ``new`` is older than ``old`` (a downgrade), 1 when newer, 0 when equal or unknown."""
+    pa, pb = parse_version(old), parse_version(new)
+    if pa is None or pb is None:
+        return 0
+    ra, rb = pa[0] + (0,) * (4 - len(pa[0])), pb[0] + (0,) * (4 - len(pb[0]))
+    if ra != rb:
+        return 1 if rb > ra else -1
+    if pa[1] != pb[1]:
+        # a suffix-less release is newer than its pre-releases ("2.4.0" > "2.4.0rc1")
+        if not pb[1]:
+            return 1 if not pa[1].startswith((".post", "post", "-post")) else -1
+        if not pa[1]:
+            return -1 if not pb[1].startswith((".post", "post", "-post")) else 1
+        return 1 if pb[1] > pa[1] else -1
+    return 0
+
+
+def major_minor(text: Any) -> Optional[str]:
+    parsed = parse_version(text)
+    if parsed is None:
+        return None
+    release = parsed[0] + (0,)
+    return "%d.%d" % release[:2]
+
+
+# -- redaction placeholders ---------------------------------------------------------------------
+
+def redacted_parts(value: Any) -> List[str]:
+    """The placeholders redaction left inside ``value`` (``<HOME>``, ``wand***`` ...), in order."""
+    if not isinstance(value, str):
+        return []
+    found = [p for p in PLACEHOLDERS if p in value]
+    found.extend(m.group(0) for m in re.finditer(r"\S{0,4}\*\*\*", value))
+    return found
+
+
+def resolve_home(path: Any, home: Optional[str]) -> Optional[str]:
+    """A recorded path with a leading ``<HOME>`` resolved against this machine's home."""
+    if not isinstance(path, str) or not path:
+        return None
+    if path == "<HOME>" or path.startswith("<HOME>/"):
+        if not home:
+            return None
+        return home.rstrip("/") + path[len("<HOME>"):]
+    return path
+
+
+def python_version(doc: Any) -> Any:
+    """The training interpreter's version: ``environment.python.version``, else the legacy flat field."""
+    v = get(doc, "environment.python.version", None)
+    return v if scalar(v) else get(doc, "environment.python_version", None)

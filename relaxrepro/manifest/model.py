@@ -1,0 +1,106 @@
+"""The manifest as data: its version, sections, size cap, key packages and run ids, and the :class:`Manifest` type.
+
+Nothing here looks at the machine; collection (``relaxrepro.collect``) fills the document, the writer
+fits and stores it, the reader checks it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import datetime
+    from typing import Any, Dict, List, Optional, Tuple, Union
+
+
+
+SCHEMA_VERSION = "1.1"
+"""1.0: the foundation sections. 1.1 adds the optional sections seeds, data, container, scheduler,
+lineage, outcome and heterogeneity (and fields inside the 1.0 sections). Readers take every 1.x."""
+MAJOR = 1
+"""The major version this relaxrepro reads; another major is refused."""
+
+SECTIONS = ("command", "code", "config", "environment", "hardware", "runtime", "training", "collection")
+"""Sections every manifest carries (possibly empty). Later 1.x minors add optional ones."""
+
+CAP_BYTES = 100_000
+"""The size every manifest written here fits under (the writer's degradation order makes it fit)."""
+
+READ_LIMIT_BYTES = 10 * 1024 * 1024
+"""The largest file a reader accepts: older writers and other tools did not keep to :data:`CAP_BYTES`."""
+
+KEY_PACKAGES: Tuple[str, ...] = (
+    "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "deepspeed",
+    "transformers", "accelerate", "datasets", "numpy", "triton", "apex",
+)
+"""The packages recorded apart under ``environment.key_packages`` and kept when a package list is cut."""
+
+DECISIVE_PACKAGES: Tuple[str, ...] = (
+    "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "transformers",
+)
+"""The key packages whose version decides whether a run computes the same thing: ``check`` FAILs on
+another minor of one of these, and only reports the other packages."""
+
+_KEY_PATTERN = re.compile(
+    # The CUDA stack as wheels: nvidia-cudnn-cu12, nvidia-nccl-cu13, and CUDA 13's unsuffixed
+    # nvidia-cuda-runtime; transformer-engine ships as transformer-engine-cu12 / -torch too.
+    r"^(?:nvidia-(?:cuda-runtime|cuda-nvrtc|cudnn|nccl|cublas)(?:-cu\d+)?|transformer-engine-[a-z0-9]+|pytorch-triton)$"
+)
+
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+"""A run id given by a user (``--run-id``, ``$RELAXREPRO_RUN_ID``): safe in a file name."""
+
+
+def is_key_package(name: str) -> bool:
+    """Whether a (PEP 503 normalised) package name is a key package or part of the CUDA stack as wheels."""
+    return name in KEY_PACKAGES or bool(_KEY_PATTERN.match(name))
+
+
+def valid_run_id(run_id: Optional[str]) -> bool:
+    return bool(run_id) and bool(RUN_ID_RE.match(run_id))  # type: ignore[arg-type]
+
+
+class Manifest(dict):
+    """A manifest document: a plain dict (JSON-ready) with a few conveniences."""
+
+    warnings: List[str]
+    path: Optional[str]
+    private_sidecars: Dict[str, bytes]
+    """{repo name: unredacted patch} for ``--private-patch``; written 0600 beside the manifest,
+    never part of the document."""
+    redacted_by: Any
+    """The redaction policy (a ``Redactor``) collection applied, so the writer does not apply it twice."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.warnings = []
+        self.path = None
+        self.private_sidecars = {}
+        self.redacted_by = None
+
+    @property
+    def run_id(self) -> str:
+        return str(self.get("run_id", ""))
+
+
+def _utc_strftime(fmt: str, now: Optional[Union["datetime.datetime", time.struct_time]]) -> str:
+    """``now`` (a UTC ``time.gmtime()`` struct or an aware ``datetime``; default: now) formatted."""
+    # time.gmtime, not datetime (~2.5 ms to import); a caller's datetime still works.
+    if now is None:
+        now = time.gmtime()
+    if isinstance(now, time.struct_time):
+        return time.strftime(fmt, now)
+    return now.strftime(fmt)
+
+
+def new_run_id(now: Optional[Union["datetime.datetime", time.struct_time]] = None) -> str:
+    """``YYYYMMDD_HHMMSS_<7 hex>``: UTC time plus randomness (the commit lives in ``code``)."""
+    # os.urandom, not secrets.token_hex: the same bytes, without secrets' hmac/hashlib/OpenSSL/random (~8 ms).
+    return _utc_strftime("%Y%m%d_%H%M%S_", now) + os.urandom(4).hex()[:7]
+
+
+def utc_now_iso(now: Optional[Union["datetime.datetime", time.struct_time]] = None) -> str:
+    return _utc_strftime("%Y-%m-%dT%H:%M:%SZ", now)

@@ -1,0 +1,264 @@
+"""Version policy and the manifest reader: strict on structure, lenient on minor versions.
+
+Every problem is a :class:`ManifestError` with one line naming it and, where there is one, the dotted
+path of the bad field. Legacy forms are normalised in :func:`normalize_legacy` and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .model import MAJOR, READ_LIMIT_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, Dict, List, Optional, Tuple
+
+    from .model import Manifest
+
+MAX_DEPTH = 64
+"""Deeper than any real manifest: config contents and resolved args nest a few levels at most."""
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be read, with the dotted path of the offending field when known."""
+
+    def __init__(self, message: str, path: Optional[str] = None) -> None:
+        self.field = path
+        super().__init__(message if path is None else "%s in '%s'" % (message, path))
+
+
+def load_manifest(path: "os.PathLike[str] | str") -> "Manifest":
+    """Read, check and normalise a manifest file; raises :class:`ManifestError`."""
+    from .model import Manifest
+
+    doc, warnings = read_manifest_file(path)
+    m = Manifest(doc)
+    m.warnings = warnings
+    m.path = str(path)
+    return m
+
+
+def read_manifest_file(path: "os.PathLike[str] | str") -> Tuple[Dict[str, Any], List[str]]:
+    """The checked, normalised document of a file and its warnings, as plain data.
+
+    Reading commands (``diff``) use this directly: it pulls in neither the assembler nor the writer.
+    """
+    try:
+        if os.path.isdir(path):
+            raise ManifestError("%s is a directory, not a manifest file" % path)
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    if size > READ_LIMIT_BYTES:
+        raise ManifestError("file is %d bytes, over the %d MB limit for a manifest" % (size, READ_LIMIT_BYTES // 2**20))
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(READ_LIMIT_BYTES + 1)
+    except OSError as exc:
+        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
+    return parse_manifest(raw)
+
+
+def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
+    """Decode, parse, check and normalise the bytes of a manifest. Returns (document, warnings)."""
+    if len(raw) > READ_LIMIT_BYTES:
+        raise ManifestError("file is over the %d MB limit for a manifest" % (READ_LIMIT_BYTES // 2**20))
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise ManifestError("file starts with a UTF-8 byte order mark (BOM); manifests are plain UTF-8")
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise ManifestError("file is UTF-16 (it starts with a byte order mark); manifests are UTF-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError("not UTF-8: invalid byte 0x%02x at offset %d" % (raw[exc.start], exc.start)) from None
+    if not text.strip():
+        raise ManifestError("file is empty")
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except _ConstantError as exc:
+        name = exc.args[0]
+        raise ManifestError("not valid JSON: %s literal is not allowed (JSON has no %s)" % (name, name)) from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError("not JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno)) from None
+    except RecursionError:
+        raise ManifestError("nesting is deeper than any manifest (over %d levels)" % MAX_DEPTH) from None
+    if not isinstance(doc, dict):
+        raise ManifestError("not a manifest: the top level is %s, expected an object" % _typename(doc))
+    _check_depth(doc)
+    doc, warnings = normalize_legacy(doc)
+    check_version(doc.get("schema_version"))
+    check_types(doc)
+    return doc, warnings
+
+
+class _ConstantError(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _ConstantError(name)
+
+
+def _typename(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check_depth(doc: Any) -> None:
+    stack: List[Tuple[Any, int, str]] = [(doc, 1, "")]
+    while stack:
+        node, depth, where = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ManifestError("nesting is deeper than any manifest (over %d levels)" % MAX_DEPTH, where or None)
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(v, (dict, list)):
+                    stack.append((v, depth + 1, (where + "." if where else "") + str(k)))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                if isinstance(v, (dict, list)):
+                    stack.append((v, depth + 1, "%s[%d]" % (where, i)))
+
+
+def check_version(version: Any) -> None:
+    """Accept 1.x (any minor); refuse another major with a message that says what we read."""
+    if version is None:
+        raise ManifestError("missing schema_version", None)
+    if not isinstance(version, str):
+        raise ManifestError("Unexpected type %s (expected string)" % _typename(version), "schema_version")
+    head = version.split(".", 1)[0]
+    if not head.isdigit() or "." not in version:
+        raise ManifestError("malformed schema_version %r (expected MAJOR.MINOR)" % version)
+    if int(head) != MAJOR:
+        raise ManifestError("unsupported schema_version %s: this relaxrepro reads %d.x" % (version, MAJOR))
+
+
+# Field types the tools rely on; anything else is free-form and kept as found.
+_TYPES: Tuple[Tuple[str, Tuple[type, ...]], ...] = (
+    ("run_id", (str,)),
+    ("generated_at", (str,)),
+    ("command", (dict,)),
+    ("command.argv", (list,)),
+    ("command.argv[]", (str,)),
+    ("command.cwd", (str, type(None))),
+    ("code", (dict,)),
+    ("code.*", (dict,)),
+    ("code.*.commit", (str, type(None))),
+    ("code.*.dirty", (bool, type(None))),
+    ("config", (dict,)),
+    ("environment", (dict,)),
+    ("environment.packages", (dict,)),
+    ("hardware", (dict,)),
+    ("runtime", (dict,)),
+    ("runtime.nodes", (list,)),
+    ("training", (dict,)),
+    ("collection", (dict,)),
+)
+
+
+_TYPE_NAMES = {dict: "object", list: "array", str: "string", type(None): "null", bool: "boolean"}
+
+
+def check_types(doc: Dict[str, Any]) -> None:
+    """Check the fields other tools rely on; raise with the dotted path of the first bad one."""
+    for pattern, types in _TYPES:
+        for where, value in _walk(doc, pattern.split(".")):
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                want = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in types)
+                raise ManifestError("Unexpected type %s (expected %s)" % (_typename(value), want), where)
+
+
+def _walk(node: Any, parts: List[str], where: str = ""):
+    if not parts:
+        yield where, node
+        return
+    head, rest = parts[0], parts[1:]
+    if not isinstance(node, dict):
+        return
+    if head == "*":
+        items = list(node.items())
+    elif head.endswith("[]"):
+        name = head[:-2]
+        if name not in node or not isinstance(node[name], list):
+            return
+        base = (where + "." if where else "") + name
+        for i, v in enumerate(node[name]):
+            yield from _walk(v, rest, "%s[%d]" % (base, i))
+        return
+    elif head in node:
+        items = [(head, node[head])]
+    else:
+        return
+    for k, v in items:
+        yield from _walk(v, rest, (where + "." if where else "") + str(k))
+
+
+_LEGACY_FLAT = ("experiment_name", "git_commit", "has_uncommitted_changes", "python_version", "hyperparams", "seed",
+                "metrics")
+
+
+def normalize_legacy(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+    """Bring old forms to v1: ``cli_args`` and the flat records simple trackers write.
+
+    Returns a new document and the warnings that say what was converted.
+    """
+    warnings: List[str] = []
+    doc = dict(doc)
+    if "cli_args" in doc and "schema_version" in doc:
+        argv = doc.pop("cli_args")
+        command = dict(doc.get("command") or {})
+        command.setdefault("argv", [str(a) for a in argv] if isinstance(argv, list) else argv)
+        doc["command"] = command
+        warnings.append("legacy field cli_args read as command.argv")
+    if "schema_version" not in doc and any(k in doc for k in _LEGACY_FLAT + ("cli_args",)):
+        doc = _from_flat(doc)
+        warnings.append("legacy flat record without schema_version read as a v1 manifest")
+    return doc, warnings
+
+
+def _from_flat(flat: Dict[str, Any]) -> Dict[str, Any]:
+    rest = dict(flat)
+    doc: Dict[str, Any] = {"schema_version": "1.0"}
+    command: Dict[str, Any] = {}
+    if "cli_args" in rest:
+        argv = rest.pop("cli_args")
+        command["argv"] = [str(a) for a in argv] if isinstance(argv, list) else argv
+    code: Dict[str, Any] = {}
+    if "git_commit" in rest or "has_uncommitted_changes" in rest:
+        repo: Dict[str, Any] = {}
+        if "git_commit" in rest:
+            repo["commit"] = rest.pop("git_commit")
+        if "has_uncommitted_changes" in rest:
+            repo["dirty"] = rest.pop("has_uncommitted_changes")
+        code["main"] = repo
+    environment: Dict[str, Any] = {}
+    if "python_version" in rest:
+        environment["python_version"] = rest.pop("python_version")
+    config: Dict[str, Any] = {}
+    if "hyperparams" in rest:
+        config["resolved_args"] = rest.pop("hyperparams")
+    training: Dict[str, Any] = {}
+    if "experiment_name" in rest:
+        training["experiment_name"] = rest.pop("experiment_name")
+    if "seed" in rest:
+        doc["seeds"] = {"seed": rest.pop("seed")}
+    if "metrics" in rest:
+        doc["outcome"] = {"metrics": rest.pop("metrics")}
+    for key in ("run_id", "generated_at"):
+        if key in rest:
+            doc[key] = rest.pop(key)
+    if "timestamp" in rest and "generated_at" not in doc:
+        doc["generated_at"] = str(rest.pop("timestamp"))
+    if "run_id" not in doc:
+        import hashlib  # only legacy records need it; diff's start-up should not pay for OpenSSL
+
+        digest = hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:7]
+        doc["run_id"] = "legacy_" + digest
+    doc.update({"command": command, "code": code, "config": config, "environment": environment,
+                "hardware": {}, "runtime": {}, "training": training, "collection": {}})
+    if rest:
+        doc["legacy"] = rest
+    return doc

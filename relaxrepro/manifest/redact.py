@@ -1,0 +1,765 @@
+"""The redaction pass: a pure function over the finished document, applied before any write or print.
+
+A manifest is meant to be pasted into a ticket, so every string in it (dict keys included) goes
+through :class:`Redactor` just before it is written or printed. Rules, in the order they run:
+
+- by name: values of keys and flags whose name says secret (``HF_TOKEN``, ``--wandb-key X``,
+  ``api_key: X`` inside config text or a patch) are masked to a short prefix plus ``***``;
+- by shape: token formats of /work/shared/SECRETS.md (GitHub, GitLab, HF, OpenAI, Anthropic, AWS,
+  Google, Azure, Slack, JWT, npm, PyPI, Databricks, Perplexity, W&B v1, PEM private keys) anywhere;
+- URLs and headers: ``user:password@`` after a URL scheme (also with an empty user), token query parameters,
+  ``Authorization: ...`` and bare ``Bearer ...``;
+- infrastructure: values of address-bearing keys (``MASTER_ADDR``, ``ray_address``, ``nodelist``...)
+  that are neither loopback nor a public domain, private/CGNAT/link-local IPv4 and IPv6 ULA
+  addresses, ``*.internal|corp|local|lan|intranet`` names, this machine's hostname, home directories
+  and the user name where it stands alone.
+
+The pass is idempotent (its placeholders and masks never match a rule again) and never raises: a
+string that trips an unexpected error becomes ``<redacted>``, it never aborts the manifest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..std.lazy_re import LazyPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
+
+HOME = "<HOME>"
+INTERNAL_HOST = "<internal-host>"
+INTERNAL_ADDRESS = "<internal-address>"
+USER = "<user>"
+REDACTED = "<redacted>"
+PRIVATE_KEY = "<private-key>"
+MASK = "***"
+
+RULES = (
+    "secret-name", "secret-shape", "private-key", "url-credentials", "url-token", "authorization",
+    "internal-address", "internal-host", "hostname", "home-path", "user-name", "user-pattern", "error",
+)
+"""Every rule name that can appear under ``collection.redactions``."""
+
+_PLACEHOLDERS = (HOME, INTERNAL_HOST, INTERNAL_ADDRESS, USER, REDACTED, PRIVATE_KEY)
+
+
+def machine_hostname() -> Optional[str]:
+    """``socket.gethostname()`` without importing ``socket`` (~3.5 ms with ``selectors``): on Linux and
+    macOS gethostname(2) is ``uname().nodename``."""
+    try:
+        return os.uname().nodename
+    except AttributeError:  # no os.uname (Windows)
+        pass
+    import socket
+
+    try:
+        return socket.gethostname()
+    except OSError:
+        return None
+
+
+def _login_name() -> Optional[str]:
+    """``getpass.getuser()`` without importing ``getpass`` and ``termios``: the login variables, else the
+    passwd entry of our uid; None when there is none (containers run as an arbitrary uid)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if os.environ.get(name):
+            return os.environ[name]
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid())[0]
+    except Exception:  # KeyError: no passwd entry; ImportError/AttributeError: not POSIX
+        return None
+
+
+# -- names ------------------------------------------------------------------------------------
+
+_NONE, _SECRET, _WEAK, _ADDRESS, _URL, _USER = range(6)
+
+# Words that, as the last word of a name, make it a name *about* a secret rather than one holding it:
+# ``password_file``, ``secret_name``, ``auth_type``, ``key_column``, ``tokenizer_path``.
+_BENIGN_LAST = frozenset(
+    "path paths file files dir dirs directory name names type types kind column columns col cols field fields "
+    "length len size count limit limits id ids env var vars mode method scheme format fmt provider location "
+    "prefix suffix enabled enable disable disabled required ttl expiry expires expiration timeout version "
+    "algorithm alg index idx strategy policy backend style template header headers rotation source sources "
+    "command cmd helper store manager mapping map config cfg set list num max min budget".split())
+
+# Qualifiers that make ``<x>_key`` a credential (``--openai-key``, ``AccountKey``); a bare ``key`` or
+# ``text_key: text`` (dataset column mapping in every HF config) is only masked when its value looks
+# like a credential.
+_KEY_QUALIFIERS = frozenset(
+    "api access secret private ssh signing encryption encrypt account master wandb openai hf huggingface "
+    "anthropic comet neptune kaggle aws gcp gcs google azure license licence client auth session service deploy "
+    "storage github gitlab slack pypi npm databricks pplx perplexity together cohere mistral groq replicate "
+    "pinecone mongo redis db database app bot webhook shared sas subscription consumer user admin".split())
+
+# Tokenizer vocabulary, not credentials: ``eos_token: "</s>"``, ``pad_token``.
+_SPECIAL_TOKEN_WORDS = frozenset(
+    "pad eos bos unk sep cls mask start end special additional chat image audio video sot eot eod bot eom "
+    "stop decoder begin boundary placeholder".split())
+
+_STRONG_WORDS = frozenset(
+    "password passwd passphrase pass pwd secret secrets credential credentials creds cred cookie cookies "
+    "apikey authorization bearer privatekey secretkey accesskey sig signature sas dsn".split())
+_NOT_PWD = frozenset(("pwd", "oldpwd"))  # PWD is the shell's working directory, not a password
+
+_ADDRESS_LAST = frozenset("addr address ip ipaddr host hostname hosts nodelist nodename".split())
+_NOT_ADDRESS = frozenset("mac email mail e web ether hw bluetooth wallet".split())
+_URL_LAST = frozenset("url uri endpoint".split())
+_USER_NAMES = frozenset("user username logname login".split())
+
+_WORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_kind_cache: Dict[str, int] = {}
+
+
+def _words(name: str) -> List[str]:
+    return [w.lower() for w in _WORD_RE.findall(name)]
+
+
+def name_kind(name: str) -> int:
+    """Classify a key or flag name: none, secret, weak secret (``*_key``), address, URL or user."""
+    kind = _kind_cache.get(name)
+    if kind is None:
+        kind = _classify(name)
+        if len(_kind_cache) < 4096:
+            _kind_cache[name] = kind
+    return kind
+
+
+def _classify(name: str) -> int:
+    words = _words(name)
+    if not words or len(name) > 80:
+        return _NONE
+    last = words[-1]
+    joined = "".join(words)
+    if joined in _NOT_PWD:
+        return _NONE
+    if joined in ("slurmjobuser", "user", "username", "logname", "sudouser", "pbsologname") or (
+            last in _USER_NAMES and len(words) <= 3):
+        return _USER
+    if last in _BENIGN_LAST:
+        if len(words) >= 2 and words[-2] == "host" and last == "name":  # host_name
+            return _ADDRESS
+        if len(words) >= 2 and words[-2] == "node" and last in ("name", "list"):  # NodeName, node_list
+            return _ADDRESS
+        return _NONE
+    for w in words:
+        if w == "pass" and w != last:
+            continue  # DB_PASS and --pass are passwords; pass@1 / pass_at_k are eval metrics
+        if w in _STRONG_WORDS or (w.startswith("pass") and w[4:] in ("word", "wd", "phrase", "words")):
+            return _SECRET
+        if w.startswith("auth") and not w.startswith("author"):  # auth, authtoken, oauth below
+            return _SECRET
+        if w.endswith("token") or w == "oauth":  # hf_token, HFTOKEN; not tokens / tokenizer
+            if len(words) >= 2 and words[-1] == "token" and words[-2] in _SPECIAL_TOKEN_WORDS:
+                return _NONE
+            return _SECRET
+        if w.endswith(("password", "passwd", "secret", "apikey", "accesskey", "secretkey", "privatekey")):
+            return _SECRET
+    if last in ("key", "keys"):
+        if len(words) >= 2 and words[-2] in _KEY_QUALIFIERS:
+            return _SECRET
+        return _WEAK
+    if not _NOT_ADDRESS.intersection(words):
+        if last in _ADDRESS_LAST:
+            return _ADDRESS
+        if joined.endswith(("nodelist", "hostname", "nodename", "ipaddr", "masteraddr")):
+            return _ADDRESS
+        if last in _URL_LAST:
+            return _URL
+    return _NONE
+
+
+_BENIGN_VALUES = frozenset(
+    "true false yes no none null nil auto local required optional on off env file prompt bearer basic token "
+    "digest default unset disabled enabled".split())
+_MASKED_RE = re.compile(r"[^\s*]{0,4}\*\*\*")
+_REFERENCE_RE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}?|%\([A-Za-z_]\w*\)s|\{\{[^{}]*\}\}")
+
+
+def _is_inert(value: str) -> bool:
+    """A value that holds nothing to hide: empty, a flag word, a placeholder, a mask, an env reference."""
+    v = value.strip().strip("\"'")
+    if not v or v.lower() in _BENIGN_VALUES:
+        return True
+    if v[0] == "<" and v[-1] == ">" and len(v) < 40:  # <HOME>, <redacted>, tokenizer <pad>
+        return True
+    if _REFERENCE_RE.fullmatch(v):  # ${WANDB_API_KEY}, $HF_TOKEN, %(pw)s: a reference, not the value
+        return True
+    return bool(_MASKED_RE.fullmatch(v))
+
+
+def _is_path(value: str) -> bool:
+    # ``--ssh-key ~/.ssh/id_ed25519``, ``credentials: /etc/creds.json``: where a secret lives, not the secret.
+    return " " not in value and value.startswith(("/", "~/", "./", "../", HOME + "/")) and "://" not in value
+
+
+def _looks_credential(value: str) -> bool:
+    """Long, unspaced, letters and digits: how a key looks when only a vague name points at it."""
+    if len(value) < 16 or any(c.isspace() for c in value) or _is_path(value) or "://" in value:
+        return False
+    return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
+def mask(value: str) -> str:
+    """``wandb_v1_...`` -> ``wand***``: at most 4 characters kept, none of a short value."""
+    head = value[:4] if len(value) >= 16 else ""
+    if any(c.isspace() or c == "*" for c in head):
+        head = ""  # a mask must read as a mask on the next pass (idempotence)
+    return head + MASK
+
+
+def _name_mask(value: str) -> str:
+    """A value found by its name is masked whole: the name already says which key it was.
+
+    Prefixes are kept only for shapes found in free text (``ghp_***``). Under a name, even a vendor
+    prefix (``"api_key": "sk-p***"``) reads to scanners such as detect-secrets' keyword rule as a
+    live assignment, and a password's first characters would tell a reader nothing but part of it.
+    """
+    return MASK
+
+
+# -- shapes -------------------------------------------------------------------------------------
+
+_SHAPES = [
+    r"gh[pousr]_[A-Za-z0-9]{30,255}",
+    r"github_pat_[A-Za-z0-9_]{60,255}",
+    r"gl(?:pat|dt|rt|cbt|ft|soat|ptt)-[\w-]{20,}",
+    r"hf_[A-Za-z0-9]{30,}",
+    r"api_org_[A-Za-z0-9]{30,}",
+    r"sk-ant-(?:api|admin)\d\d-[\w-]{80,}",
+    r"sk-(?:proj|svcacct|admin)-[\w-]{40,}",
+    r"sk-[\w-]{0,80}T3BlbkFJ[\w-]{10,}",
+    r"sk-[A-Za-z0-9]{32,}",
+    r"[sr]k_(?:live|test)_[A-Za-z0-9]{20,}",
+    r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}",
+    r"AIza[\w-]{35}",
+    r"GOCSPX-[\w-]{20,}",
+    r"ya29\.[\w-]{20,}",
+    r"[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",
+    r"xox[abposr]-[0-9A-Za-z-]{10,}",
+    r"eyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*",
+    r"eyJhcGlfYWRkcmVzcyI6[A-Za-z0-9+/=_-]+",
+    r"npm_[A-Za-z0-9]{36}",
+    r"pypi-AgEIcHlwaS5vcmc[\w-]{50,}",
+    r"dapi[0-9a-f]{32}(?:-\d)?",
+    r"pplx-[A-Za-z0-9]{48}",
+    r"wandb_v1_[A-Za-z0-9_]{60,}",
+    r"local-[0-9a-f]{40,}",
+]
+# The rules guarded by a substring test below (``PRIVATE KEY``, ``://`` with ``@``, ``uthorization``...)
+# rarely run: they compile on first use (~2 ms off every start). The hot ones are compiled here.
+_SHAPE_RE = re.compile(r"(?<![A-Za-z0-9])(?:%s)" % "|".join(_SHAPES))
+_SLACK_HOOK_RE = LazyPattern(r"(hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9/_-]{8,}")
+_PEM_RE = LazyPattern(
+    r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+    r"(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z)")
+
+# -- URLs and headers ---------------------------------------------------------------------------
+
+_URL_CRED_RE = LazyPattern(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://)[^\s/@:\"'<>]*:[^\s/@\"'<>]+@")
+_URL_TOKEN_USER_RE = LazyPattern(r"(?i)\b(https?://)([^\s/@:\"'<>]{20,})@")
+_AUTH_RE = LazyPattern(
+    r"(?i)\b((?:proxy-)?authorization[\"']?[ \t]*[:=][ \t]*[\"']?)"
+    r"(?:(basic|bearer|token|digest|negotiate)[ \t]+)?([^\s\"',;]+)")
+_BEARER_RE = LazyPattern(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\]<>]{8,})")
+
+# -- name = value inside text ---------------------------------------------------------------------
+
+_TRIGGERS = r"pass|secret|token|cred|auth|key|cookie|sig|sas|dsn|addr|host|ip|node|user|login|url|uri|endpoint|pwd"
+_TRIGGER_LOW_RE = re.compile(_TRIGGERS)  # searched in the lower-cased string: faster than (?i)
+_VALUE_END = r"\s,;'\"&)}\]<>"
+# ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
+# word (the lookahead), so prose without one is never consumed.
+_ASSIGN_RE = LazyPattern(
+    r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
+    r"(?:(?P<sep>[ \t]*[:=][ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|'(?P<sq>[^'\n]*)'"
+    r"|(?P<v>[^%s][^%s]*))"
+    r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*)\"|'(?P<sq2>[^'\n]*)'|(?P<w>[^%s=:]+)))"
+    % (_TRIGGERS, _VALUE_END, _VALUE_END, _VALUE_END))
+
+_FILE_NAME_RE = LazyPattern(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
+
+# -- infrastructure ---------------------------------------------------------------------------------
+
+_IPV4_RE = re.compile(r"(?<![\w.])(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?::\d{1,5}(?!\d))?(?!\w|\.\d)")
+_IPV6_ULA_RE = LazyPattern(
+    r"(?i)(?<![\w:.\[])\[?f[cd][0-9a-f]{0,2}(?::[0-9a-f]{0,4}){2,7}(?![\w:])\]?(?::\d{1,5}(?!\d))?")
+_INTERNAL_TLDS = ("internal", "corp", "local", "lan", "intranet")
+_INTERNAL_NAME_RE = LazyPattern(
+    r"(?i)(?<![\w.-])(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:%s)(?::\d{1,5}(?!\d))?(?![\w-]|\.\w)"
+    % "|".join(_INTERNAL_TLDS))
+# Under an address key, Kubernetes service names (ray-head.default.svc) are internal too.
+_PRIVATE_SUFFIXES = frozenset(_INTERNAL_TLDS + ("svc", "localdomain", "cluster", "home", "arpa"))
+_LOOPBACK = frozenset(("localhost", "ip6-localhost", "ip6-loopback", "::1", "::", "0.0.0.0", "*"))
+_ITEM_SPLIT_RE = re.compile(r"[\s,]+")
+_URL_HOST_RE = LazyPattern(r"^([a-zA-Z][a-zA-Z0-9+.-]{0,30}://)(?:[^/@\s]*@)?(\[[^\]]*\]|[^/:?#\s]*)(:\d+)?")
+_USER_SKIP = frozenset("root user admin nobody ubuntu runner jovyan docker app test home host key internal "
+                       "redacted private address ec2-user centos vagrant".split())
+
+
+def _private_v4(a: int, b: int) -> Optional[bool]:
+    """True private/CGNAT/link-local, False public or loopback, None not an address."""
+    if a > 255 or b > 255:
+        return None
+    return a == 10 or (a == 172 and 16 <= b <= 31) or (a == 192 and b == 168) or (a == 100 and 64 <= b <= 127) or (
+        a == 169 and b == 254)
+
+
+class Redactor:
+    """Holds the rules for one document; ``counts`` says how often each rule fired."""
+
+    def __init__(
+        self,
+        *,
+        home: Optional[str] = None,
+        hostname: Optional[str] = None,
+        user: Optional[str] = None,
+        extra_patterns: Iterable[str] = (),
+        keep_paths: bool = False,
+    ) -> None:
+        self.home = (home or "").rstrip("/") or None
+        self.hostname = hostname
+        self.user = user
+        self.keep_paths = keep_paths
+        self.extra: List[Pattern[str]] = compile_patterns(extra_patterns)
+        self.counts: Dict[str, int] = {}
+        self._clean: set = set()
+        self._fired = 0
+        home_alts = [r"/lustre/home/[^/\s\"'<>:;,)\]}]+", r"/home/[^/\s\"'<>:;,)\]}]+",
+                     r"/Users/[^/\s\"'<>:;,)\]}]+", r"/root"]
+        if self.home and self.home.count("/") >= 1 and len(self.home) > 1:
+            home_alts.insert(0, re.escape(self.home))
+        self._home_re = re.compile(r"(?<![\w.-])(?:%s)(?![\w.-])" % "|".join(home_alts))
+        self._home_probe = tuple(p for p in ("/home/", "/Users/", "/root", self.home) if p)
+        short = (hostname or "").split(".")[0]
+        names = sorted({h.lower() for h in (hostname, short) if h and len(h) > 2 and h.lower() not in _LOOPBACK
+                        and h.lower() not in _USER_SKIP}, key=len, reverse=True)
+        self._host_names = tuple(names)
+        self._host_re = (re.compile(r"(?i)(?<![\w-])(?:%s)(?![\w-])" % "|".join(map(re.escape, names)))
+                         if names else None)
+        u = (user or "").strip()
+        self._user = u if len(u) >= 3 and u.lower() not in _USER_SKIP else None
+        self._user_re = re.compile(r"(?<![\w.-])%s(?![\w-])" % re.escape(self._user)) if self._user else None
+
+    @classmethod
+    def for_environment(
+        cls, env: Mapping[str, str], *, extra_patterns: Iterable[str] = (), keep_paths: bool = False
+    ) -> "Redactor":
+        """Rules for this machine: its $HOME, hostname and user."""
+        hostname = machine_hostname()
+        user = env.get("USER") or env.get("LOGNAME") or _login_name()
+        return cls(
+            home=env.get("HOME") or os.path.expanduser("~"),
+            hostname=hostname,
+            user=user,
+            extra_patterns=extra_patterns,
+            keep_paths=keep_paths,
+        )
+
+    def _count(self, rule: str, n: int = 1) -> None:
+        self.counts[rule] = self.counts.get(rule, 0) + n
+        self._fired += n
+
+    # -- strings ----------------------------------------------------------------------------------
+    def text(self, value: str, key: Optional[str] = None) -> str:
+        """Redact one string. ``key`` is the name it stands under (a dict key or a flag), if any."""
+        if not isinstance(value, str):
+            return value
+        try:
+            if key:
+                kind = name_kind(key)
+                if kind:
+                    value, done = self._by_kind(kind, value)
+                    if done:
+                        return value
+            return self._scan(value)
+        except Exception:  # never let one odd string abort the manifest
+            self._count("error")
+            return REDACTED
+
+    def _by_kind(self, kind: int, value: str, rule: str = "secret-name") -> Tuple[str, bool]:
+        """Apply what a name says about its value; ``done`` when nothing more is left to scan."""
+        if _is_inert(value):
+            return value, False  # still scanned: ${TOKEN:-<a real token>} must not pass by its name
+        if kind == _SECRET:
+            if _is_path(value):
+                return value, False
+            self._count(rule)
+            return _name_mask(value), True
+        if kind == _WEAK:
+            if _looks_credential(value):
+                self._count(rule)
+                return _name_mask(value), True
+            return value, False
+        if kind == _USER:
+            if value.lower() in ("root",):
+                return value, True
+            self._count("user-name")
+            return USER, True
+        if kind == _ADDRESS:
+            return self._address(value), False
+        if kind == _URL:
+            return self._url_host(value), False
+        return value, False
+
+    def _scan(self, s: str) -> str:
+        if s in self._clean or (len(s) < 3 and not self.extra):
+            return s
+        original = s
+        before = self._fired
+        s = self._rules(s)
+        # Strings that went through untouched are remembered: manifest.build and manifest.write pass the
+        # same document through the same Redactor, and most strings (versions, names) repeat.
+        if s == original and self._fired == before and len(self._clean) < 50000:
+            self._clean.add(s)
+        return s
+
+    def _rules(self, s: str) -> str:
+        for pat in self.extra:
+            s = pat.sub(self._user_pattern_sub, s)
+        if "PRIVATE KEY" in s:
+            s, n = _PEM_RE.subn(PRIVATE_KEY, s)
+            if n:
+                self._count("private-key", n)
+        if "://" in s and "@" in s:
+            s, n = _URL_CRED_RE.subn(r"\1" + MASK + "@", s)
+            if n:
+                self._count("url-credentials", n)
+            s = _URL_TOKEN_USER_RE.sub(self._url_token_user_sub, s)
+        low = s.lower()
+        if "uthorization" in low:
+            s = _AUTH_RE.sub(self._auth_sub, s)
+        if "bearer" in low:
+            s = _BEARER_RE.sub(self._bearer_sub, s)
+        if len(s) >= 20:
+            s = _SHAPE_RE.sub(self._shape_sub, s)
+            if "hooks.slack.com" in s:
+                s, n = _SLACK_HOOK_RE.subn(r"\1" + MASK, s)
+                if n:
+                    self._count("secret-shape", n)
+        if ("=" in s or ":" in s or " " in s or "\t" in s) and _TRIGGER_LOW_RE.search(low):
+            s = self._assignments(s)
+        if s.count(".") >= 3:
+            s = _IPV4_RE.sub(self._ipv4_sub, s)
+        if ":" in s and ("fc" in low or "fd" in low):
+            s, n = _IPV6_ULA_RE.subn(INTERNAL_ADDRESS, s)
+            if n:
+                self._count("internal-address", n)
+        if ".int" in low or ".lan" in low or ".loc" in low or ".corp" in low:  # cheaper than a search
+            s, n = _INTERNAL_NAME_RE.subn(INTERNAL_HOST, s)
+            if n:
+                self._count("internal-host", n)
+        if self._host_re is not None and self._host_names[-1] in low:
+            s, n = self._host_re.subn(INTERNAL_HOST, s)
+            if n:
+                self._count("hostname", n)
+        if not self.keep_paths:
+            if "/" in s and any(p in s for p in self._home_probe):
+                s, n = self._home_re.subn(HOME, s)
+                if n:
+                    self._count("home-path", n)
+            if self._user_re is not None and self._user in s:
+                s, n = self._user_re.subn(USER, s)
+                if n:
+                    self._count("user-name", n)
+        return s
+
+    # -- substitution callbacks ---------------------------------------------------------------------
+    def _user_pattern_sub(self, m: "re.Match[str]") -> str:
+        found = m.group(0)
+        if not found or any(found in p for p in _PLACEHOLDERS):
+            return found  # keeps a pattern like 'redacted' from nesting <<redacted>> on a second pass
+        self._count("user-pattern")
+        return REDACTED
+
+    def _url_token_user_sub(self, m: "re.Match[str]") -> str:
+        # https://<token>@github.com: a long user part with no password is the token itself.
+        if not _looks_credential(m.group(2)):
+            return m.group(0)
+        self._count("url-credentials")
+        return m.group(1) + MASK + "@"
+
+    def _auth_sub(self, m: "re.Match[str]") -> str:
+        token = m.group(3)
+        if _is_inert(token):
+            return m.group(0)
+        self._count("authorization")
+        return m.group(1) + ((m.group(2) + " ") if m.group(2) else "") + MASK
+
+    def _bearer_sub(self, m: "re.Match[str]") -> str:
+        self._count("authorization")
+        return m.group(1) + m.group(2) + MASK
+
+    def _shape_sub(self, m: "re.Match[str]") -> str:
+        self._count("secret-shape")
+        return mask(m.group(0))
+
+    def _assignments(self, s: str) -> str:
+        """Mask the values of ``name=value`` pairs whose name says what the value is."""
+        out: List[str] = []
+        last = pos = 0
+        while True:
+            m = _ASSIGN_RE.search(s, pos)
+            if m is None:
+                break
+            edit = self._assignment(m)
+            if edit is None:
+                pos = m.end("name")  # only the name is consumed: "token api_key=X" still finds api_key
+                continue
+            start, end, new = edit
+            out.append(s[last:start])
+            out.append(new)
+            last = pos = end
+        if not out:
+            return s
+        out.append(s[last:])
+        return "".join(out)
+
+    def _assignment(self, m: "re.Match[str]") -> Optional[Tuple[int, int, str]]:
+        name = m.group("name")
+        if _FILE_NAME_RE.search(name):
+            return None  # "secret.yaml: permission denied" names a file, it doesn't assign one
+        kind = name_kind(name.lstrip("-"))
+        if not kind:
+            return None
+        flag = name.startswith("-")
+        spaced = m.group("sp") is not None
+        group = next(g for g in ("dq", "sq", "v", "dq2", "sq2", "w") if m.group(g) is not None)
+        value = m.group(group)
+        if not value:
+            return None
+        if spaced:
+            if flag:
+                if value.startswith("-"):
+                    return None  # "--api-key --lr 3e-4": the flag took no value here
+            elif m.group("nq") or kind not in (_SECRET, _WEAK) or not _looks_credential(value):
+                # Prose ("token X" in --wandb-notes): only a credential-looking word after a secret word.
+                return None
+            elif kind == _WEAK:
+                kind = _SECRET
+        if kind == _ADDRESS and any(c.isspace() for c in value):
+            return None
+        start, end = m.start(group), m.end(group)
+        if group == "v" and ":" in m.group("sep") and kind in (_SECRET, _WEAK) and not _is_inert(value):
+            # YAML ``password: two words  # note``: the value runs to the end of the line or a comment.
+            s = m.string
+            eol = s.find("\n", end)
+            rest = s[end:len(s) if eol < 0 else eol]
+            if rest[:1] in (" ", "\t") and not any(c in rest for c in ",;}]\"'="):
+                rest = rest.split(" #", 1)[0].rstrip()
+                end += len(rest)
+                value = s[start:end]
+        query = kind in (_SECRET, _WEAK) and m.string[m.start("name") - 1:m.start("name")] in ("?", "&")
+        new, _ = self._by_kind(kind, value, rule="url-token" if query else "secret-name")
+        if new == value:
+            return None
+        return start, end, new
+
+    def _ipv4_sub(self, m: "re.Match[str]") -> str:
+        parts = [int(g) for g in m.groups()]
+        if max(parts) > 255 or not _private_v4(parts[0], parts[1]):
+            return m.group(0)
+        self._count("internal-address")
+        return INTERNAL_ADDRESS
+
+    # -- addresses ----------------------------------------------------------------------------------
+    def _host_is_internal(self, host: str) -> Optional[str]:
+        """The placeholder a host (no port) deserves, or None when it may stay."""
+        h = host.strip("[]").lower()
+        if not h or h in _LOOPBACK or h.startswith("127.") or h.isdigit() or h.startswith("<"):
+            return None
+        m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})", h)
+        if m:
+            a, b = int(m.group(1)), int(m.group(2))
+            return INTERNAL_ADDRESS if _private_v4(a, b) else None
+        if ":" in h:  # IPv6 literal: ULA and link-local are internal
+            return INTERNAL_ADDRESS if h.startswith(("fc", "fd", "fe8", "fe9", "fea", "feb")) else None
+        if h in self._host_names or h.split(".")[0] in self._host_names:
+            return INTERNAL_HOST
+        labels = h.split(".")
+        if len(labels) >= 2 and labels[-1].isalpha() and len(labels[-1]) >= 2 and labels[-1] not in _PRIVATE_SUFFIXES:
+            return None  # a public domain name: api.wandb.ai, github.com
+        return INTERNAL_HOST
+
+    def _address(self, value: str) -> str:
+        """The value of an address-bearing key: ``ray-head:6379`` and ``gpu-node-[01-04]`` are internal."""
+        v = value.strip()
+        if "://" in v:
+            return self._url_host(value)
+        worst = None
+        for item in _ITEM_SPLIT_RE.split(v):
+            if not item:
+                continue
+            host = item
+            if host.startswith("["):
+                host = host[1:].split("]", 1)[0]
+            elif host.count(":") == 1:
+                host = host.split(":", 1)[0]
+            verdict = self._host_is_internal(host)
+            if verdict == INTERNAL_HOST or (verdict and worst is None):
+                worst = verdict
+        if worst is None:
+            return value
+        self._count("internal-address" if worst == INTERNAL_ADDRESS else "internal-host")
+        return worst
+
+    def _url_host(self, value: str) -> str:
+        m = _URL_HOST_RE.match(value.strip())
+        if not m:
+            return value
+        verdict = self._host_is_internal(m.group(2))
+        if verdict is None:
+            return value
+        self._count("internal-address" if verdict == INTERNAL_ADDRESS else "internal-host")
+        return m.group(1) + verdict + value.strip()[m.end():]
+
+    # -- structures ---------------------------------------------------------------------------------
+    def argv(self, args: Sequence[str]) -> List[str]:
+        """Redact a command line: ``--k=v`` and ``--k v`` by the flag's name, every word by shape."""
+        out: List[str] = []
+        prev_kind = _NONE
+        for a in args:
+            if not isinstance(a, str):
+                out.append(self.value(a))
+                prev_kind = _NONE
+                continue
+            if prev_kind and not a.startswith("-"):
+                new, done = self._by_kind_safe(prev_kind, a)
+                out.append(new if done else self.text(new))
+            else:
+                out.append(self.text(a))
+            prev_kind = _flag_kind(a)
+        return out
+
+    def _by_kind_safe(self, kind: int, value: str) -> Tuple[str, bool]:
+        try:
+            return self._by_kind(kind, value)
+        except Exception:
+            self._count("error")
+            return REDACTED, True
+
+    def lines(self, text: str) -> Tuple[str, List[int]]:
+        """Redact a multi-line text (a patch, a config file) line by line.
+
+        Returns the text and the 1-based numbers of the lines that changed; the line count is kept, so
+        a patch stays a patch. A PEM private key spanning lines is masked on every line it covers.
+        """
+        if not isinstance(text, str):
+            return text, []
+        out: List[str] = []
+        changed: List[int] = []
+        in_key = False
+        for i, line in enumerate(text.splitlines(True), 1):
+            body = line.rstrip("\r\n")
+            nl = line[len(body):]
+            if in_key:
+                lead = body[:1] if body[:1] in ("+", "-", " ") and not body.startswith("-----") else ""
+                if "PRIVATE KEY" in body and "-----END" in body:
+                    in_key = False
+                new = lead + PRIVATE_KEY
+            else:
+                if "PRIVATE KEY" in body and "-----BEGIN" in body and "-----END" not in body.split("-----BEGIN", 1)[1]:
+                    in_key = True
+                new = self.text(body)
+            if new != body:
+                changed.append(i)
+            out.append(new + nl)
+        return "".join(out), changed
+
+    def value(self, obj: Any, key: Optional[str] = None) -> Any:
+        """Redact every string inside ``obj`` (keys included), recursively. Never raises."""
+        return self._value(obj, key, set(), False)
+
+    def _value(self, obj: Any, key: Optional[str], seen: set, secret: bool) -> Any:
+        if isinstance(obj, str):
+            if secret and not _is_inert(obj):  # everything under "credentials": {...}
+                self._count("secret-name")
+                return _name_mask(obj)
+            return self.text(obj, key)
+        if obj is None or isinstance(obj, (bool, int, float)):
+            return obj
+        if id(obj) in seen:
+            return "<recursive>"
+        try:
+            if isinstance(obj, dict):
+                seen.add(id(obj))
+                out: Dict[Any, Any] = {}
+                for k, v in obj.items():
+                    skey = k if isinstance(k, str) else None
+                    nk: Any = self.text(k) if skey is not None else k
+                    if nk in out:  # two keys redacted to the same text: keep both
+                        n = 2
+                        while "%s#%d" % (nk, n) in out:
+                            n += 1
+                        nk = "%s#%d" % (nk, n)
+                    if isinstance(v, str) and not secret:
+                        out[nk] = self.text(v, skey)  # the common case, without another call level
+                        continue
+                    # A string under a secret key is judged by text(v, k) (paths and flags survive);
+                    # everything below a secret key that holds a structure is masked.
+                    child_secret = secret or (skey is not None and name_kind(skey) == _SECRET)
+                    out[nk] = self._value(v, skey, seen, secret or (child_secret and not isinstance(v, str)))
+                seen.discard(id(obj))
+                return out
+            if isinstance(obj, (list, tuple)):
+                seen.add(id(obj))
+                if not secret and all(isinstance(a, str) for a in obj):
+                    res: List[Any] = self.argv(obj) if key is None or not name_kind(key) else [
+                        self.text(a, key) for a in obj]
+                else:
+                    res = [self._value(a, key, seen, secret) for a in obj]
+                seen.discard(id(obj))
+                return res
+            if isinstance(obj, (set, frozenset)):
+                return self._value(sorted(obj, key=repr), key, seen, secret)
+            if isinstance(obj, bytes):
+                return self._value(obj.decode("utf-8", "replace"), key, seen, secret)
+            # The writer would str() it; redact that text now so nothing slips through unseen.
+            return self._value(str(obj), key, seen, secret)
+        except RecursionError:
+            self._count("error")
+            return REDACTED
+        except Exception:
+            self._count("error")
+            return REDACTED
+
+
+def _flag_kind(arg: str) -> int:
+    if len(arg) < 2 or arg[0] != "-" or "=" in arg or arg[1:2].isdigit():
+        return _NONE
+    return name_kind(arg.lstrip("-"))
+
+
+def compile_patterns(patterns: Iterable[str]) -> List[Pattern[str]]:
+    """Compile ``--redact-pattern`` expressions; ValueError names the bad one and why."""
+    out = []
+    for p in patterns or ():
+        try:
+            rx = re.compile(p)
+        except (re.error, TypeError) as exc:
+            raise ValueError("--redact-pattern %r: not a valid regular expression: %s" % (p, exc)) from None
+        if rx.fullmatch("") is not None or rx.search("") is not None:
+            raise ValueError("--redact-pattern %r: matches the empty string, so it would match everywhere" % p)
+        out.append(rx)
+    return out
+
+
+def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
+    """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
+    before = dict(redactor.counts)
+    out = redactor.value(doc)
+    if not isinstance(out, dict):
+        out = {}
+    fired = {k: v - before.get(k, 0) for k, v in redactor.counts.items() if v - before.get(k, 0)}
+    collection = out.setdefault("collection", {})
+    if isinstance(collection, dict):
+        counts = dict(collection.get("redactions") or {})
+        for rule, n in fired.items():
+            counts[rule] = counts.get(rule, 0) + n
+        collection["redactions"] = counts
+    return out

@@ -1,0 +1,375 @@
+"""The one door to the OS for child processes.
+
+Every subprocess relaxrepro starts goes through :func:`run`: a timeout, its own process group
+(killed as a whole on timeout), bounded captured output, and no unbounded wait on a child that
+ignores signals or on a grandchild that keeps our pipes open. No other module imports
+``subprocess``. Native code (ctypes lookups of NCCL/CUDA) runs in a child interpreter through
+:func:`run_python`, so a library that crashes on load kills the child, never us.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from .records import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Callable, List, Mapping, Optional, Sequence, Union
+
+MAX_OUTPUT = 4 * 1024 * 1024
+"""Bytes kept per stream; the rest is read and dropped so the child never blocks on a full pipe."""
+
+_GRACE_AFTER_EXIT = 0.1
+"""Seconds to keep reading after the child exited: a daemon it spawned may hold the pipe open."""
+
+_GRACE_AFTER_KILL = 0.3
+
+
+class ProcResult(Record):
+    """What one child process did. ``rc`` is None when it never started or was abandoned."""
+
+    _fields = ("argv", "rc", "stdout", "stderr", "seconds", "timed_out", "error", "truncated", "extra")
+
+    def __init__(self, argv: List[str], rc: Optional[int] = None, stdout: Union[str, bytes] = "", stderr: str = "",
+                 seconds: float = 0.0, timed_out: bool = False, error: Optional[str] = None, truncated: bool = False,
+                 extra: Optional[dict] = None) -> None:
+        self.argv = argv
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.seconds = seconds
+        self.timed_out = timed_out
+        self.error = error
+        self.truncated = truncated
+        self.extra: dict = {} if extra is None else extra
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0 and not self.timed_out and self.error is None
+
+    def describe(self) -> str:
+        """One line for a warning: what ran and how it ended."""
+        name = os.path.basename(self.argv[0]) if self.argv else "?"
+        cmd = " ".join([name] + list(self.argv[1:3]))
+        if self.error:
+            return "%s: %s" % (cmd, self.error)
+        if self.timed_out:
+            return "%s: timed out after %.1f s" % (cmd, self.seconds)
+        tail = _last_line(self.stderr) or _last_line(self.stdout if isinstance(self.stdout, str) else "")
+        return "%s: exit %s%s" % (cmd, self.rc, (": " + tail[:200]) if tail else "")
+
+
+def _last_line(text: str) -> str:
+    for line in reversed(text.strip().splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    text: bool = True,
+    max_output: int = MAX_OUTPUT,
+    stdin_data: Optional[bytes] = None,
+) -> ProcResult:
+    """Run ``argv`` for at most ``timeout`` seconds and return what it printed.
+
+    Never raises for anything the child does: a missing executable, a crash, a hang or a flood of
+    output all end up in the returned record. ``text=False`` keeps stdout as bytes (patches must
+    round-trip exactly); stderr is always decoded.
+    """
+    argv = [str(a) for a in argv]
+    start = time.monotonic()
+    result = ProcResult(argv=argv)
+    if timeout <= 0:
+        result.timed_out = True
+        result.error = "no time left in the collection budget"
+        result.stdout = "" if text else b""
+        return result
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            close_fds=True,
+            start_new_session=(os.name == "posix"),
+        )
+    except (OSError, ValueError) as exc:
+        result.error = _start_error(exc)
+        result.seconds = time.monotonic() - start
+        result.stdout = "" if text else b""
+        return result
+
+    if os.name == "posix":
+        out, err, truncated, timed_out = _pump_posix(proc, start + timeout, max_output, stdin_data)
+    else:  # pragma: no cover - exercised on Windows laptops only
+        out, err, truncated, timed_out = _pump_portable(proc, timeout, max_output, stdin_data)
+    result.truncated = truncated
+    result.timed_out = timed_out
+    result.rc = proc.poll()
+    if timed_out and result.rc is None:
+        result.error = None
+    result.seconds = time.monotonic() - start
+    result.stdout = out.decode("utf-8", "replace") if text else out
+    result.stderr = err.decode("utf-8", "replace")
+    return result
+
+
+def _start_error(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "not found"
+    if isinstance(exc, PermissionError):
+        return "not executable (permission denied)"
+    return "could not start: %s" % (exc.strerror if isinstance(exc, OSError) and exc.strerror else exc)
+
+
+def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+    try:
+        if os.name == "posix":
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover
+            proc.kill()
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[bytes]):
+    import selectors
+
+    bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    truncated = False
+    timed_out = False
+    sel = selectors.DefaultSelector()
+    for stream in (proc.stdout, proc.stderr):
+        sel.register(stream, selectors.EVENT_READ)
+    if stdin_data is not None and proc.stdin is not None:
+        try:
+            proc.stdin.write(stdin_data)
+        except OSError:
+            pass
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    exited_at: Optional[float] = None
+    killed_at: Optional[float] = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if killed_at is None and now >= deadline:
+                timed_out = True
+                _kill_group(proc)
+                killed_at = now
+            if killed_at is not None and now - killed_at > _GRACE_AFTER_KILL:
+                break  # a descendant outside the group keeps the pipe open: abandon it
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _GRACE_AFTER_EXIT and killed_at is None:
+                break  # child is gone; whatever still holds the pipe is not ours to wait for
+            wait = 0.05 if killed_at is not None else min(0.05, max(deadline - now, 0.0))
+            for key, _ in sel.select(timeout=max(wait, 0.001)):
+                try:
+                    chunk = os.read(key.fd, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = bufs[key.fileobj]
+                room = max_output - len(buf)
+                if room > 0:
+                    buf += chunk[:room]
+                if len(chunk) > room:
+                    truncated = True
+    finally:
+        sel.close()
+        for stream in (proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+    # Reap: a SIGKILLed child goes at once unless it is in uninterruptible sleep; never wait long.
+    remaining = max(deadline - time.monotonic(), 0.0)
+    try:
+        proc.wait(timeout=remaining if not timed_out else _GRACE_AFTER_KILL)
+    except subprocess.TimeoutExpired:
+        if not timed_out:
+            timed_out = True
+            _kill_group(proc)
+            try:
+                proc.wait(timeout=_GRACE_AFTER_KILL)
+            except subprocess.TimeoutExpired:
+                pass
+    return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), truncated, timed_out
+
+
+def _pump_portable(proc, timeout: float, max_output: int, stdin_data: Optional[bytes]):  # pragma: no cover
+    timed_out = False
+    try:
+        out, err = proc.communicate(input=stdin_data, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+        try:
+            out, err = proc.communicate(timeout=_GRACE_AFTER_KILL)
+        except subprocess.TimeoutExpired:
+            out, err = b"", b""
+    truncated = len(out) > max_output or len(err) > max_output
+    return out[:max_output], err[:max_output], truncated, timed_out
+
+
+def run_python(
+    python: str,
+    code: str,
+    *,
+    timeout: float,
+    args: Sequence[str] = (),
+    env: Optional[Mapping[str, str]] = None,
+    isolated: bool = True,
+) -> ProcResult:
+    """Run ``code`` in a child interpreter ``python`` (``-I`` unless ``isolated=False``).
+
+    Used for everything that loads native code or needs another interpreter's view of the
+    world: a crash or hang there costs one probe, never relaxrepro's own process.
+    """
+    argv = [python] + (["-I"] if isolated else []) + ["-c", code] + list(args)
+    return run(argv, timeout=timeout, env=env)
+
+
+def current_python() -> str:
+    """The interpreter running relaxrepro (for child-interpreter helpers)."""
+    return sys.executable or "python3"
+
+
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+"""Signals a foreground child gets from us. Slurm sends SIGTERM at the time limit and, with
+``--signal=USR1@120``, SIGUSR1 ahead of it so a trainer can checkpoint: both must reach the trainer."""
+
+
+def run_foreground(
+    argv: Sequence[str],
+    *,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    on_start: Optional[Callable[[int], None]] = None,
+) -> ProcResult:
+    """Run ``argv`` in the foreground until it ends: stdio inherited, our signals forwarded.
+
+    This is the training itself, so there is no timeout and nothing is captured. The child stays in
+    our process group so a terminal's Ctrl-C and job control reach it as they would without us.
+    Inherited descriptors stay open (``close_fds=False``): MPI launchers hand the rank its PMI socket
+    as an inherited fd (MPICH hydra's ``PMI_FD``), and we must be transparent in an sbatch line.
+    ``rc`` is the raw status (negative N when killed by signal N); ``error`` says why it never
+    started. :func:`exit_status` turns the record into a shell exit code. Never raises.
+    """
+    argv = [str(a) for a in argv]
+    start = time.monotonic()
+    result = ProcResult(argv=argv, stdout="")
+    if not argv:
+        result.error = "no command given"
+        return result
+    try:
+        child = subprocess.Popen(argv, cwd=cwd, env=dict(env) if env is not None else None, close_fds=False)
+    except (OSError, ValueError) as exc:
+        result.error = _start_error(exc)
+        result.seconds = time.monotonic() - start
+        return result
+    previous = _install_forwarders(child)
+    try:
+        if on_start is not None:
+            try:
+                on_start(child.pid)
+            except Exception:  # a caller's bookkeeping must not orphan the training
+                pass
+        while True:
+            try:
+                result.rc = child.wait()
+                break
+            except KeyboardInterrupt:  # only when we could not install handlers (not the main thread)
+                continue
+    finally:
+        _restore_handlers(previous)
+    result.seconds = time.monotonic() - start
+    if result.rc is not None and result.rc < 0:
+        result.extra["signal"] = -result.rc
+    return result
+
+
+def exit_status(result: ProcResult) -> int:
+    """The shell's convention: the child's code, 128+N when killed by signal N, 127 if it never ran."""
+    if result.rc is None:
+        return 127
+    if result.rc < 0:
+        return 128 - result.rc
+    return result.rc
+
+
+def signal_name(number: int) -> str:
+    """``SIGKILL`` for 9; ``signal 77`` for a number this platform does not name."""
+    try:
+        return signal.Signals(number).name
+    except (ValueError, AttributeError):
+        return "signal %d" % number
+
+
+_TERMINAL_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGQUIT") if hasattr(signal, n))
+
+
+def _install_forwarders(child: "subprocess.Popen[bytes]") -> dict:
+    if threading.current_thread() is not threading.main_thread():
+        return {}  # Python lets only the main thread set handlers; the child still gets terminal signals
+    previous = {}
+
+    def forward(signum: int, _frame: object) -> None:
+        if signum in _TERMINAL_SIGNALS and _terminal_sent_to_group():
+            return  # Ctrl-C already reached the child through the terminal: a second one would cut its cleanup
+        try:
+            child.send_signal(signum)
+        except OSError:
+            pass
+
+    for name in FORWARDED_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            previous[sig] = signal.signal(sig, forward)
+        except (OSError, ValueError):
+            pass
+    return previous
+
+
+def _restore_handlers(previous: dict) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        except (OSError, ValueError, TypeError):
+            pass
+
+
+def _terminal_sent_to_group() -> bool:
+    """Whether we run in the terminal's foreground process group (so its Ctrl-C hit the child too)."""
+    if os.name != "posix":
+        return False
+    for fd in (0, 1, 2):
+        try:
+            return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False

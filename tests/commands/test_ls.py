@@ -1,0 +1,212 @@
+"""``relaxrepro ls`` (the run index) and ``relaxrepro compare --group`` (a sweep side by side)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from relaxrepro.manifest import index, writer
+from relaxrepro.manifest.reader import ManifestError
+from tests.helpers.common import generate, run_cli, validate_manifest
+from tests.helpers.recording import make_doc, put
+
+
+def _tree(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    a = make_doc("20260101_000000_aaaaaaa", generated_at="2026-01-01T10:00:00Z",
+                 code={"relax": {"commit": "a" * 40, "dirty": True}, "megatron": {"commit": "b" * 40, "dirty": False}},
+                 hardware={"gpus": [{"model": "NVIDIA H100 80GB HBM3"}] * 8},
+                 training={"algorithm": "grpo"},
+                 lineage={"group": "lr-sweep"},
+                 outcome={"status": "ok", "exit_code": 0, "ended_at": "2026-01-01T11:00:00Z", "duration_s": 3600})
+    b = make_doc("20260102_000000_bbbbbbb", generated_at="2026-01-02T10:00:00Z",
+                 hardware={"gpu_count": 4, "gpu_model": "NVIDIA A100-SXM4-40GB"},
+                 lineage={"group": "lr-sweep", "parent": {"run_id": "20260101_000000_aaaaaaa", "reason": "load",
+                                                          "found": True}},
+                 outcome={"status": "signal", "exit_code": 137, "signal": 9, "signal_name": "SIGKILL",
+                          "ended_at": "2026-01-02T10:05:00Z", "duration_s": 300})
+    c = make_doc("20251231_000000_ccccccc", generated_at="2025-12-31T10:00:00Z")
+    for d in (a, b, c):
+        validate_manifest(d)
+    put(runs / "a", a)
+    put(runs / "b" / "deep" / "er", b)
+    put(runs, c)
+    return runs
+
+
+def test_ls_lists_every_manifest_oldest_first(tmp_path):
+    _tree(tmp_path)
+    res = run_cli("ls", "runs", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "RUN                      TIME (UTC)        CODE                             ALGO  GPUS              "
+        "GROUP     PARENT                   OUTCOME        PATH",
+        "20251231_000000_ccccccc  2025-12-31 10:00  -                                -     -                 "
+        "-         -                        -              runs/manifest_20251231_000000_ccccccc.json",
+        "20260101_000000_aaaaaaa  2026-01-01 10:00  megatron@bbbbbbb,relax@aaaaaaa*  grpo  8xH100-80GB-HBM3  "
+        "lr-sweep  -                        ok             runs/a/manifest_20260101_000000_aaaaaaa.json",
+        "20260102_000000_bbbbbbb  2026-01-02 10:00  -                                -     4xA100-SXM4-40GB  "
+        "lr-sweep  20260101_000000_aaaaaaa  SIGKILL (137)  runs/b/deep/er/manifest_20260102_000000_bbbbbbb.json",
+    ]
+    assert res.stderr == ""
+
+
+def test_ls_json(tmp_path):
+    _tree(tmp_path)
+    rows = json.loads(run_cli("ls", "runs", "--json", cwd=tmp_path).stdout)
+    assert [r["run_id"] for r in rows] == ["20251231_000000_ccccccc", "20260101_000000_aaaaaaa",
+                                           "20260102_000000_bbbbbbb"]
+    assert rows[1]["code"] == [{"name": "megatron", "commit": "b" * 40, "dirty": False},
+                               {"name": "relax", "commit": "a" * 40, "dirty": True}]
+    assert rows[1]["gpus"] == {"count": 8, "model": "NVIDIA H100 80GB HBM3"}
+    assert rows[2]["parent"] == "20260101_000000_aaaaaaa"
+    assert rows[2]["outcome"]["signal_name"] == "SIGKILL"
+
+
+def test_unreadable_manifests_are_listed_and_the_rest_still_shown(tmp_path):
+    runs = _tree(tmp_path)
+    bad = runs / "bad"
+    bad.mkdir()
+    (bad / "manifest_notjson.json").write_text("{not json")
+    (bad / "manifest_empty.json").write_text("")
+    (bad / "manifest_future.json").write_text(json.dumps(dict(make_doc("F"), schema_version="2.0"), indent=1) + "\n")
+    whole = (runs / "a" / "manifest_20260101_000000_aaaaaaa.json").read_bytes()
+    (bad / "manifest_cut.json").write_bytes(whole[: len(whole) // 2])  # a copy cut short
+    os.symlink(str(bad / "gone.json"), str(bad / "manifest_dangling.json"))
+    res = run_cli("ls", "runs", cwd=tmp_path)
+    assert res.returncode == 0
+    lines = res.stdout.splitlines()
+    assert len(lines) == 1 + 3 + 5
+    assert lines[4:] == [
+        "unreadable  runs/bad/manifest_cut.json: not JSON: Expecting ':' delimiter at line 35 column 12",
+        "unreadable  runs/bad/manifest_dangling.json: cannot read: No such file or directory",
+        "unreadable  runs/bad/manifest_empty.json: file is empty",
+        "unreadable  runs/bad/manifest_future.json: unsupported schema_version 2.0: this relaxrepro reads 1.x",
+        "unreadable  runs/bad/manifest_notjson.json: not JSON: Expecting property name enclosed in double quotes "
+        "at line 1 column 2",
+    ]
+    assert res.stderr == "relaxrepro ls: 5 of 8 manifests unreadable\n"
+    rows = json.loads(run_cli("ls", "runs", "--json", cwd=tmp_path).stdout)
+    assert [r["path"] for r in rows if "error" in r] == [
+        "runs/bad/manifest_cut.json", "runs/bad/manifest_dangling.json", "runs/bad/manifest_empty.json",
+        "runs/bad/manifest_future.json", "runs/bad/manifest_notjson.json"]
+
+
+def test_a_missing_directory_is_an_error_but_the_others_are_listed(tmp_path):
+    _tree(tmp_path)
+    res = run_cli("ls", "runs/a", "nowhere", cwd=tmp_path)
+    assert res.returncode == 1
+    assert res.stderr == "relaxrepro ls: error: nowhere: no such file or directory\n"
+    assert len(res.stdout.splitlines()) == 2
+
+
+def test_ls_of_an_empty_tree(tmp_path):
+    res = run_cli("ls", cwd=tmp_path)
+    assert (res.returncode, res.stdout) == (0, "")
+    assert res.stderr == "relaxrepro ls: no manifest_*.json under .\n"
+
+
+def test_hidden_directories_are_skipped_and_symlink_loops_do_not_hang(tmp_path):
+    runs = _tree(tmp_path)
+    put(runs / ".trash", make_doc("hidden"))
+    os.symlink(str(runs), str(runs / "a" / "loop"))
+    ids = [e.run_id for e in index.scan([str(runs)])]
+    assert sorted(ids) == ["20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"]
+
+
+def test_the_quick_reader_agrees_with_the_strict_reader_on_a_real_manifest(tmp_path, repo):
+    doc = generate(tmp_path, "--group", "g", cwd=repo)
+    path = next(tmp_path.glob("m_*.json"))
+    quick = index.read_fields(str(path))
+    assert quick == {k: doc[k] for k in index.LS_FIELDS if k in doc}
+    assert index._quick(path.read_bytes(), index.LS_FIELDS) is not None  # the fast path was the one taken
+
+
+@pytest.mark.parametrize("layout", ["compact", "indent-4"])
+def test_other_layouts_are_read_whole(tmp_path, layout):
+    doc = make_doc("X", lineage={"group": "g"})
+    text = json.dumps(doc) if layout == "compact" else json.dumps(doc, indent=4)
+    (tmp_path / "manifest_X.json").write_text(text)
+    assert index._quick((tmp_path / "manifest_X.json").read_bytes(), index.LS_FIELDS) is None
+    assert index.read_fields(str(tmp_path / "manifest_X.json"))["lineage"] == {"group": "g"}
+
+
+def test_a_legacy_flat_record_is_listed(tmp_path):
+    (tmp_path / "manifest_old.json").write_text(json.dumps({"experiment_name": "x", "git_commit": "c" * 40,
+                                                            "has_uncommitted_changes": True}))
+    fields = index.read_fields(str(tmp_path / "manifest_old.json"))
+    assert fields["code"] == {"main": {"commit": "c" * 40, "dirty": True}}
+
+
+def test_read_fields_refuses_a_non_string_run_id(tmp_path):
+    put(tmp_path, dict(make_doc("X"), run_id=7), name="manifest_X.json")
+    with pytest.raises(ManifestError, match="run_id"):
+        index.read_fields(str(tmp_path / "manifest_X.json"))
+
+
+# -- compare --group ------------------------------------------------------------------------------
+
+def _sweep(tmp_path: Path) -> None:
+    base = {"lr": 0.1, "steps": 100, "seed": 1}
+    for i, (lr, torch, dirty) in enumerate([(0.1, "2.4.0", False), (0.2, "2.4.0", False), (0.3, "2.5.1", True)]):
+        doc = make_doc("run%d" % i, generated_at="2026-01-0%dT00:00:00Z" % (i + 1),
+                       code={"relax": {"commit": "a" * 40, "dirty": dirty,
+                                       **({"patch": {"sha256": "f" * 64}} if dirty else {})}},
+                       config={"resolved_args": dict(base, lr=lr), "selected_env": {"NCCL_DEBUG": "INFO"}},
+                       environment={"packages": {"torch": torch, "numpy": "1.26.4"}},
+                       lineage={"group": "lr-sweep", "note": "lr %s" % lr})
+        put(tmp_path / "runs" / ("lr%s" % lr), doc)
+    put(tmp_path / "runs" / "other", make_doc("other", lineage={"group": "other"},
+                                              config={"resolved_args": {"lr": 9}}))
+
+
+def test_compare_shows_only_what_varies(tmp_path):
+    _sweep(tmp_path)
+    res = run_cli("compare", "--group", "lr-sweep", "runs", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "group lr-sweep: 3 runs, 3 of 7 recorded values vary",
+        "  [1] run0  runs/lr0.1/manifest_run0.json  (lr 0.1)",
+        "  [2] run1  runs/lr0.2/manifest_run1.json  (lr 0.2)",
+        "  [3] run2  runs/lr0.3/manifest_run2.json  (lr 0.3)",
+        "",
+        "KEY         [1]      [2]      [3]",
+        "arg.lr      0.1      0.2      0.3",
+        "code.relax  aaaaaaa  aaaaaaa  aaaaaaa* patch:fffffff",
+        "pkg.torch   2.4.0    2.4.0    2.5.1",
+    ]
+    js = json.loads(run_cli("compare", "--group", "lr-sweep", "runs", "--json", cwd=tmp_path).stdout)
+    assert js["varying"]["arg.lr"] == [0.1, 0.2, 0.3]
+    assert "arg.steps" not in js["varying"] and "env.NCCL_DEBUG" not in js["varying"]
+
+
+def test_compare_of_an_unknown_group(tmp_path):
+    _sweep(tmp_path)
+    res = run_cli("compare", "--group", "nope", "runs", cwd=tmp_path)
+    assert res.returncode == 1
+    assert res.stderr == "relaxrepro compare: error: no runs in group 'nope' under runs\n"
+
+
+@pytest.mark.parametrize("fields", [("data",), ("config", "outcome"), ("environment",), ("run_id", "data", "code"),
+                                    ("absent",), ("schema_version",)],
+                         ids=lambda f: "+".join(f))
+def test_the_quick_reader_finds_any_field_wherever_it_sits(fields):
+    doc = make_doc("X", config={"files": [{"content": "a\nb" * 50}]}, data={"inputs": [{"path": "/d"}]},
+                   environment={"packages": {"torch": "2.5.1"}}, outcome={"status": "ok"})
+    raw = writer.serialize(doc)
+    assert index._quick(raw, fields) == {k: doc[k] for k in fields if k in doc}
+
+
+@pytest.mark.parametrize("patch_kb", [0, 40], ids=["ends-only", "big-code-read-whole"])
+def test_large_manifests_are_read_from_their_ends(tmp_path, patch_kb):
+    code = {"relax": {"commit": "a" * 40, "dirty": True, "patch": {"text": "x" * patch_kb * 1024}}}
+    doc = make_doc("BIG", code=code, environment={"packages": {"p%05d" % i: "1.0" for i in range(3000)}},
+                   outcome={"status": "ok"}, lineage={"group": "g"})
+    path = put(tmp_path, doc)
+    assert path.stat().st_size > index._HEAD + index._TAIL
+    assert index.read_fields(str(path)) == {k: doc[k] for k in index.LS_FIELDS if k in doc}
+    assert index.read_fields(str(path), ("environment", "run_id", "schema_version"))["environment"] == \
+        doc["environment"]

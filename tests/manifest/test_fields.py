@@ -1,0 +1,86 @@
+"""The shared rules of the reading commands: version distances, placeholders, terminal-safe text."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from relaxrepro.manifest import fields as compare
+from relaxrepro.std import text
+
+
+@pytest.mark.parametrize("old,new,level", [
+    ("2.3.0", "2.3.0", "equal"),
+    ("12.1", "12.1.0", "equal"),
+    ("2.3.0+cu121", "2.3.0+cu118", "local"),
+    ("2.3.0", "2.3.1", "patch"),
+    ("12.1.105", "12.1.66", "patch"),
+    ("2.4.0rc1", "2.4.0", "patch"),
+    ("2.3.0", "2.4.0", "minor"),
+    ("11.8", "12.1", "major"),
+    ("v2.20.5", "2.21.5", "minor"),
+    ("2.4.0a0+git1234", "2.4.0a0+git5678", "local"),
+    ("unknown", "2.3.0", "unknown"),
+    (None, "2.3.0", "unknown"),
+])
+def test_change_level(old, new, level):
+    assert compare.change_level(old, new) == level
+
+
+@pytest.mark.parametrize("old,new,order", [
+    ("2.3.0", "2.4.0", 1), ("2.4.0", "2.3.0", -1), ("1.26.4", "1.26.4", 0), ("2.4.0rc1", "2.4.0", 1),
+    ("2.4.0", "2.4.0.post1", 1), ("weird", "2.0", 0),
+])
+def test_version_order(old, new, order):
+    assert compare.version_order(old, new) == order
+
+
+def test_packages_normalises_names_and_tells_absent_from_empty():
+    doc = {"environment": {"packages": {"Flash_Attn": "2.5.8", "torch": "2.3.0"}}}
+    assert compare.packages(doc) == {"flash-attn": "2.5.8", "torch": "2.3.0"}
+    assert compare.packages({"environment": {}}) is None
+    assert compare.packages({"environment": {"packages": {}}}) == {}
+    assert compare.packages({"environment": "odd"}) is None
+
+
+@pytest.mark.parametrize("value,found", [
+    ("--wandb-key=wand***", ["wand***"]),
+    ("***", ["***"]),
+    ("<HOME>/proj/train.py", ["<HOME>"]),
+    ("http://<internal-host>:8265", ["<internal-host>"]),
+    ("<redacted>", ["<redacted>"]),
+    ("--lr=3e-4", []),
+    (42, []),
+])
+def test_redacted_parts(value, found):
+    assert compare.redacted_parts(value) == found
+
+
+def test_resolve_home():
+    assert compare.resolve_home("<HOME>/proj", "/home/me/") == "/home/me/proj"
+    assert compare.resolve_home("<HOME>", "/home/me") == "/home/me"
+    assert compare.resolve_home("/abs", "/home/me") == "/abs"
+    assert compare.resolve_home("<HOME>/proj", None) is None
+    assert compare.resolve_home(["odd"], "/h") is None
+
+
+def test_safe_text_escapes_terminal_controls_and_bidi():
+    raw = "ok\x1b]0;pwned\x07\x1b[2J\nnext\r\u202etxt.exe\x9b"
+    out = text.safe_text(raw)
+    assert "\x1b" not in out and "\n" not in out and "\r" not in out and "\u202e" not in out and "\x9b" not in out
+    assert out == "ok\\x1b]0;pwned\\x07\\x1b[2J\\nnext\\r\\u202etxt.exe\\x9b"
+    assert text.safe_text("x" * 50, 10) == "xxxxxxx..."
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_use_color_only_on_a_tty_without_no_color():
+    assert text.use_color(_Tty(), {}) is True
+    assert text.use_color(_Tty(), {"NO_COLOR": "1"}) is False
+    assert text.use_color(_Tty(), {"TERM": "dumb"}) is False
+    assert text.use_color(io.StringIO(), {}) is False
+    assert text.use_color(object(), {}) is False

@@ -1,0 +1,149 @@
+"""Redaction through the real CLI: user flags, and detect-secrets as an independent second opinion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from relaxrepro.manifest import writer
+from relaxrepro.manifest.redact import Redactor
+from tests.helpers.common import clean_env, generate, make_repo, run_cli, validate_manifest
+from tests.helpers.redact import detect_secrets, fakes, leaked, pem_key, secret_password, sha1, strings, wandb_legacy
+
+FAKES = fakes()
+PW = secret_password()
+
+
+def _polluted_argv() -> list:
+    return [
+        "python", "train.py", "--hf-token", FAKES["huggingface"], "--api-key=" + FAKES["openai-project"],
+        "--wandb-key", wandb_legacy(), "--password", PW, "--github-token", FAKES["github-classic"],
+        "--aws-key-id", FAKES["aws-key-id"], "--slack", FAKES["slack-bot"], "--jwt", FAKES["jwt"],
+        "--url", "https://x-access-token:" + FAKES["github-fine-grained"] + "@github.com/o/r.git",
+        "--redis", "redis://:" + PW + "@10.0.0.12:6379", "--master-addr", "gpu-node-3",
+        "--wandb-notes", "rerun with " + FAKES["anthropic"], "--config", json.dumps({"db_password": PW}),
+        "--header", "Authorization: Bearer " + FAKES["pypi"], "--npm", FAKES["npm"],
+        "--max-new-tokens", "512", "--tokenizer-path", "/opt/tok", "--key-column", "text",
+    ]
+
+
+_PLANTED = [FAKES[k] for k in ("huggingface", "openai-project", "github-classic", "aws-key-id", "slack-bot", "jwt",
+                               "github-fine-grained", "anthropic", "pypi", "npm")] + [wandb_legacy(), PW]
+
+
+def _allowed_hashes(doc: dict) -> set:
+    """detect-secrets flags git commit SHAs as hex entropy; those are meant to survive."""
+    code = doc.get("code") or {}
+    return {sha1(r["commit"]) for r in code.values() if isinstance(r, dict) and r.get("commit")}
+
+
+def test_polluted_argv_leaves_nothing_for_detect_secrets(tmp_path: Path) -> None:
+    pytest.importorskip("detect_secrets")
+    repo = make_repo(tmp_path / "node-10.0.0.5" / "repo")
+    doc = generate(tmp_path, cwd=repo, command=_polluted_argv())
+    text = json.dumps(doc)
+    for secret in _PLANTED:
+        assert not leaked(secret, text), secret[:4]
+    argv = doc["command"]["argv"]
+    assert argv[argv.index("--max-new-tokens"):] == ["--max-new-tokens", "512", "--tokenizer-path", "/opt/tok",
+                                                     "--key-column", "text"]
+    assert "10.0.0.5" not in text and "gpu-node-3" not in text
+    assert doc["collection"]["redactions"]["secret-name"] >= 4
+    written = sorted(tmp_path.glob("m_*.json"))[-1]
+    findings = [f for f in detect_secrets(written) if f["hashed_secret"] not in _allowed_hashes(doc)]
+    assert findings == []
+
+
+def test_detect_secrets_does_see_the_raw_pollution(tmp_path: Path) -> None:
+    # Proves the check above can fail: the same argv, unredacted, is full of findings.
+    pytest.importorskip("detect_secrets")
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps({"command": {"argv": _polluted_argv()}}, indent=1))
+    types = {f["type"] for f in detect_secrets(raw)}
+    assert {"GitHub Token", "AWS Access Key", "Slack Token", "JSON Web Token"} <= types
+
+
+def _polluted_document(root: Path) -> dict:
+    patch = ("diff --git a/train.sh b/train.sh\n--- a/train.sh\n+++ b/train.sh\n@@ -1,2 +1,2 @@\n"
+             "-export WANDB_API_KEY=" + wandb_legacy() + "\n+export HF_TOKEN=" + FAKES["huggingface"] + "\n"
+             "+AWS_SECRET_ACCESS_KEY=" + FAKES["google-api"] + "\n")
+    config = ("wandb:\n  api_key: " + wandb_legacy() + "\ndb:\n  password: \"" + PW + "\"\n"
+              "ssh_key: |\n" + "\n".join("  " + line for line in pem_key().splitlines()) + "\n")
+    return {
+        "schema_version": "1.0", "run_id": "20260101_000000_abcdef0", "generated_at": "2026-01-01T00:00:00Z",
+        "command": {"argv": ["python", "train.py"], "cwd": str(root)},
+        "code": {"repo": {"commit": "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345",  # pragma: allowlist secret
+                          "remote": "https://x-access-token:" + FAKES["github-app"] + "@github.com/o/r.git",
+                          "patch": {"text": patch}}},
+        "config": {"files": [{"path": "/home/alice/conf.yaml", "content": config}]},
+        "environment": {"env": {"HF_TOKEN": FAKES["huggingface"], "WANDB_API_KEY": wandb_legacy(),
+                                "RAY_REDIS_PASSWORD": PW, "GITLAB_TOKEN": FAKES["gitlab-pat"],
+                                "MASTER_ADDR": "10.1.2.3", "SLURM_JOB_USER": "alice"}},
+        "hardware": {}, "runtime": {"ray": {"nodes": {"10.1.2.3": {"NodeManagerAddress": "10.1.2.3"}}}},
+        "training": {}, "collection": {"probes": {}},
+    }
+
+
+def test_written_document_from_every_hiding_place_is_clean(tmp_path: Path) -> None:
+    pytest.importorskip("detect_secrets")
+    doc = _polluted_document(tmp_path)
+    red = Redactor(home="/home/alice", hostname="gpu-node-17", user="alice")
+    result = writer.write(doc, path=str(tmp_path / "m.json"), redactor=red)
+    assert result.path is not None, result.warnings
+    written = json.loads(Path(result.path).read_text())
+    validate_manifest(written)
+    text = " ".join(strings(written))
+    for secret in _PLANTED[:1] + [wandb_legacy(), PW, FAKES["github-app"], FAKES["gitlab-pat"], FAKES["google-api"]]:
+        assert not leaked(secret, text)
+    assert "PRIVATE KEY-----" not in text and "10.1.2.3" not in text and "alice" not in text
+    assert written["code"]["repo"]["commit"] == doc["code"]["repo"]["commit"]
+    findings = [f for f in detect_secrets(Path(result.path)) if f["hashed_secret"] not in _allowed_hashes(written)]
+    assert findings == []
+
+
+# -- the flags ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern,message", [
+    ("x(", "relaxrepro generate: error: --redact-pattern 'x(': not a valid regular expression: "
+           "missing ), unterminated subpattern at position 1\n"),
+    ("", "relaxrepro generate: error: --redact-pattern '': matches the empty string, so it would match "
+         "everywhere\n"),
+])
+def test_bad_redact_pattern_is_a_usage_error_and_writes_nothing(tmp_path: Path, pattern: str, message: str) -> None:
+    res = run_cli("generate", "--output", str(tmp_path / "m.json"), "--redact-pattern", pattern, cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr == message
+    assert res.stdout == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_redact_pattern_adds_rules(tmp_path: Path) -> None:
+    doc = generate(tmp_path, "--redact-pattern", r"proj-[0-9]+", "--redact-pattern", "acme",
+                   command=["python", "train.py", "--bucket", "s3://acme/proj-4711/x"])
+    assert doc["command"]["argv"][-1] == "s3://<redacted>/<redacted>/x"
+    assert doc["config"]["resolved_args"]["bucket"] == "s3://<redacted>/<redacted>/x"
+    assert doc["collection"]["redactions"]["user-pattern"] == 4  # argv and resolved_args, twice each
+
+
+def test_home_paths_are_hidden_unless_keep_paths(tmp_path: Path) -> None:
+    home = tmp_path / "home" / "alice"
+    work = home / "proj"
+    work.mkdir(parents=True)
+    env = clean_env(HOME=str(home))
+    doc = generate(tmp_path, env=env, cwd=work, command=["python", str(work / "train.py")])
+    assert doc["command"]["cwd"] == "<HOME>/proj"
+    assert doc["command"]["argv"] == ["python", "<HOME>/proj/train.py"]
+    kept = generate(tmp_path, "--keep-paths", env=env, cwd=work,
+                    command=["python", str(work / "train.py"), "--hf-token", FAKES["huggingface"]])
+    assert kept["command"]["cwd"] == str(work)
+    assert kept["command"]["argv"][:2] == ["python", str(work / "train.py")]
+    assert kept["command"]["argv"][3] == "***"  # found by its flag's name: masked whole
+
+
+def test_printed_manifest_is_redacted_too(tmp_path: Path) -> None:
+    res = run_cli("generate", "--output", str(tmp_path / "m.json"), "--print", "--", "train.py", "--api-key", PW,
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert PW not in res.stdout and '"***"' in res.stdout

@@ -1,0 +1,206 @@
+"""The writer: atomic, exclusive, capped at 100 KB by a documented degradation order, never raises."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from relaxrepro.manifest import writer
+from relaxrepro.manifest.model import CAP_BYTES
+from relaxrepro.manifest.redact import Redactor
+from tests.helpers.common import clean_env, validate_manifest
+
+NO_REDACT = Redactor(home="/nonexistent-home", hostname=None)
+
+
+def _doc(**extra):
+    doc = {"schema_version": "1.0", "run_id": "20260101_000000_abcdef0", "generated_at": "2026-01-01T00:00:00Z",
+           "command": {"argv": []}, "code": {}, "config": {}, "environment": {}, "hardware": {}, "runtime": {},
+           "training": {}, "collection": {}}
+    doc.update(extra)
+    return doc
+
+
+def test_serialize_is_deterministic_and_sorted():
+    a = writer.serialize({"b": 1, "a": {"d": 2, "c": [3]}})
+    b = writer.serialize({"a": {"c": [3], "d": 2}, "b": 1})
+    assert a == b and a.index(b'"a"') < a.index(b'"b"') and a.endswith(b"\n")
+
+
+def test_non_finite_floats_become_marked_strings():
+    out = json.loads(writer.serialize({"x": float("inf"), "y": float("-inf"), "z": float("nan"), "w": 1.5}))
+    assert out == {"x": "<non-finite:inf>", "y": "<non-finite:-inf>", "z": "<non-finite:nan>", "w": 1.5}
+
+
+def test_non_json_values_are_rendered_not_fatal():
+    class Odd:
+        def __str__(self):
+            return "odd!"
+    rec: list = []
+    rec.append(rec)
+    out = json.loads(writer.serialize({"p": Odd(), "t": (1, 2), "r": rec, 3: "int key"}))
+    assert out == {"p": "odd!", "t": [1, 2], "r": ["<recursive>"], "3": "int key"}
+
+
+def test_writes_manifest_named_after_run_id(tmp_path):
+    res = writer.write(_doc(), directory=str(tmp_path), redactor=NO_REDACT)
+    assert res.path == str(tmp_path / "manifest_20260101_000000_abcdef0.json") and res.warnings == []
+    validate_manifest(json.loads(open(res.path).read()))
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest_20260101_000000_abcdef0.json"]
+
+
+def test_clash_in_directory_takes_a_new_run_id(tmp_path):
+    first = writer.write(_doc(), directory=str(tmp_path), redactor=NO_REDACT)
+    second = writer.write(_doc(), directory=str(tmp_path), redactor=NO_REDACT)
+    assert first.path != second.path and second.path
+    assert json.loads(open(second.path).read())["run_id"] in second.path
+    assert json.loads(open(first.path).read())["run_id"] == "20260101_000000_abcdef0"
+
+
+def test_explicit_path_is_never_overwritten(tmp_path):
+    target = tmp_path / "m.json"
+    target.write_text("precious")
+    res = writer.write(_doc(), path=str(target), redactor=NO_REDACT)
+    assert res.path is None and "already exists" in res.warnings[0]
+    assert target.read_text() == "precious"
+
+
+@pytest.mark.parametrize("case", ["missing-dir", "read-only-dir", "path-is-dir"])
+def test_unwritable_targets_warn_and_leave_nothing(tmp_path, case):
+    if case == "missing-dir":
+        kwargs = {"directory": str(tmp_path / "nope" / "deeper")}
+        expect = "directory does not exist"
+    elif case == "read-only-dir":
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        # chmod is not enough for root: a read-only bind mount is the real thing.
+        if subprocess.run(["mount", "--bind", "-o", "ro", str(ro), str(ro)], capture_output=True).returncode:
+            pytest.skip("cannot make a read-only mount here")
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], capture_output=True)
+        kwargs = {"directory": str(ro)}
+        expect = "read-only file system"
+    else:
+        (tmp_path / "m.json").mkdir()
+        kwargs = {"path": str(tmp_path / "m.json")}
+        expect = "is a directory"
+    try:
+        res = writer.write(_doc(), redactor=NO_REDACT, **kwargs)
+        assert res.path is None and expect in res.warnings[0], res.warnings
+        if case == "read-only-dir":
+            assert os.listdir(kwargs["directory"]) == []
+    finally:
+        if case == "read-only-dir":
+            subprocess.run(["umount", str(tmp_path / "ro")], capture_output=True)
+
+
+def test_disk_full_leaves_no_partial_file(tmp_path):
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=12k", "tmpfs", str(small)],
+                      capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        doc = _doc(config={"blob": "y" * 60000})
+        res = writer.write(doc, directory=str(small), redactor=NO_REDACT)
+        assert res.path is None and "no space left on device" in res.warnings[0]
+        assert os.listdir(small) == []
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
+
+
+def test_file_size_limit_is_a_warning_not_a_crash(tmp_path):
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "from relaxrepro.manifest import writer\n"
+        "from relaxrepro.manifest.redact import Redactor\n"
+        "doc = {'schema_version': '1.0', 'run_id': 'r1', 'generated_at': 'x', 'config': {'b': 'z' * 50000}}\n"
+        "res = writer.write(doc, directory=sys.argv[1], redactor=Redactor())\n"
+        "print(res.path, res.warnings)\n"
+    )
+    # -B: under a file-size limit CPython would write truncated .pyc files (it ignores short writes).
+    out = subprocess.run([sys.executable, "-B", "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         env=clean_env(), timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "None" in out.stdout and "file too large (file-size limit)" in out.stdout
+    assert os.listdir(tmp_path) == []
+
+
+def test_size_cap_moves_patch_to_sidecar_first(tmp_path):
+    patch_text = "diff --git a/x b/x\n" + "+line\n" * 30000
+    doc = _doc(code={"relax": {"commit": "a" * 40, "patch": {"sha256": "f" * 64, "size": len(patch_text),
+                                                              "files": ["x"], "text": patch_text}}})
+    res = writer.write(doc, directory=str(tmp_path), redactor=NO_REDACT)
+    data = open(res.path, "rb").read()
+    assert len(data) <= CAP_BYTES
+    written = json.loads(data)
+    patch = written["code"]["relax"]["patch"]
+    assert "text" not in patch and patch["sha256"] == "f" * 64 and patch["files"] == ["x"]
+    assert (tmp_path / patch["sidecar"]).read_text() == patch_text
+    assert written["collection"]["truncated"] == ["code.relax.patch.text moved to sidecar %s" % patch["sidecar"]]
+    validate_manifest(written)
+
+
+def test_size_cap_then_shortens_long_maps_keeping_key_packages():
+    packages = {"pkg%04d" % i: "1.0.%d" % i for i in range(5000)}
+    packages.update({"torch": "2.11.0+cu129", "nvidia-nccl-cu12": "2.23.4"})
+    data, written, sidecars = writer.fit(_doc(environment={"packages": packages}))
+    assert len(data) <= CAP_BYTES and not sidecars
+    env = written["environment"]
+    assert env["packages"] == {"torch": "2.11.0+cu129", "nvidia-nccl-cu12": "2.23.4"}
+    assert env["packages_truncated"]["count"] == 5002
+    assert written["collection"]["truncated"][0].startswith("environment.packages: kept 2 of 5002 entries")
+
+
+def test_size_cap_last_resort_still_valid():
+    doc = _doc(hardware={"k%d" % i: {"v": "x" * 900} for i in range(200)})
+    data, written, _ = writer.fit(doc)
+    assert len(data) <= CAP_BYTES
+    validate_manifest(json.loads(data))
+
+
+def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path):
+    # A writer killed at any instant: the final name holds a complete manifest or nothing.
+    code = (
+        "import sys\n"
+        "from relaxrepro.manifest import writer\n"
+        "from relaxrepro.manifest.redact import Redactor\n"
+        "doc = {'schema_version': '1.0', 'run_id': 'r', 'generated_at': 'x', 'config': {'b': 'z' * 90000}}\n"
+        "r = Redactor()\n"
+        "while True:\n"
+        "    doc['run_id'] = None\n"
+        "    from relaxrepro.manifest.model import new_run_id\n"
+        "    doc['run_id'] = new_run_id()\n"
+        "    writer.write(doc, directory=sys.argv[1], redactor=r)\n"
+    )
+    for i in range(12):
+        p = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], env=clean_env())
+        time.sleep(0.25 + (i % 4) * 0.07)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    finals = [f for f in os.listdir(tmp_path) if f.startswith("manifest_")]
+    assert finals
+    for name in finals:
+        assert json.loads((tmp_path / name).read_text())["config"]["b"] == "z" * 90000
+
+
+def test_64_concurrent_generates_give_64_distinct_valid_files(tmp_path, repo):
+    env = clean_env()
+    (tmp_path / "out").mkdir()
+    procs = [subprocess.Popen([sys.executable, "-m", "relaxrepro", "generate", "--output-dir", str(tmp_path / "out")],
+                              cwd=str(repo), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(64)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1] for o in outs if o[1]][:2]
+    files = sorted(os.listdir(tmp_path / "out"))
+    assert len(files) == 64 and len(set(files)) == 64
+    for f in files[:8]:
+        validate_manifest(json.loads((tmp_path / "out" / f).read_text()))
+
+

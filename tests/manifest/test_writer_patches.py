@@ -1,0 +1,67 @@
+"""Patch bodies in the writer: inline up to a budget, sidecars beyond it, the manifest under the cap."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+from relaxrepro.manifest import writer
+from relaxrepro.manifest.model import CAP_BYTES
+from tests.helpers.common import make_repo, validate_manifest
+from tests.helpers.git import probe_doc
+
+
+def test_several_dirty_repos_keep_the_manifest_under_the_cap(tmp_path):
+    names = {}
+    for i in range(5):
+        repo = make_repo(tmp_path / ("repo%d" % i))
+        (repo / "gen.py").write_text("".join("value_%05d = %d\n" % (n, n) for n in range(1500)))  # ~27 KB
+        names["r%d" % i] = str(repo)
+    doc = probe_doc(tmp_path, tmp_path, repos=names)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = writer.write(doc, directory=str(out), env={"HOME": str(tmp_path / "home")})
+    assert result.path
+    data = open(result.path, "rb").read()
+    assert len(data) <= CAP_BYTES
+    written = json.loads(data)
+    validate_manifest(written)
+    inline = sidecar = 0
+    for name in names:
+        patch = written["code"][name]["patch"]
+        if patch["inline"]:
+            body = patch["text"].encode()
+            inline += 1
+        else:
+            body = (out / patch["sidecar"]).read_bytes()
+            sidecar += 1
+        assert hashlib.sha256(body).hexdigest() == patch["stored_sha256"] == patch["sha256"]
+    assert inline and sidecar  # some stay inline, the rest moved out to fit
+    assert sorted(p.name for p in out.iterdir() if p.suffix == ".patch") == sorted(
+        written["code"][n]["patch"]["sidecar"] for n in names if not written["code"][n]["patch"]["inline"])
+
+
+def test_patch_over_the_inline_budget_always_goes_to_its_sidecar():
+    text = "x" * (writer.INLINE_PATCH_BYTES + 1)
+    doc = {"run_id": "r1", "code": {"big": {"patch": {"text": text}}, "small": {"patch": {"text": "s"}}}}
+    data, written, sidecars = writer.fit(doc)
+    assert written["code"]["big"]["patch"] == {"sidecar": "manifest_r1.big.patch", "inline": False}
+    assert written["code"]["small"]["patch"] == {"text": "s"}
+    assert sidecars == {"manifest_r1.big.patch": text.encode()}
+    assert doc["code"]["big"]["patch"]["text"] == text  # the caller's document is left alone
+    assert written["collection"]["truncated"] == ["code.big.patch.text moved to sidecar manifest_r1.big.patch"]
+
+
+def test_non_utf8_patch_sidecar_has_the_exact_bytes():
+    body = b"+caf\xe9\n"
+    doc = {"run_id": "r2", "code": {"legacy": {"patch": {"text_base64": base64.b64encode(body).decode()}}}}
+    _data, written, sidecars = writer.fit(doc)
+    assert sidecars == {"manifest_r2.legacy.patch": body}
+    assert "text_base64" not in written["code"]["legacy"]["patch"]
+
+
+def test_repo_names_with_slashes_make_flat_sidecar_names():
+    doc = {"run_id": "r3", "code": {"top/third_party/lib": {"patch": {"text": "y" * 40000}}}}
+    _data, _written, sidecars = writer.fit(doc)
+    assert list(sidecars) == ["manifest_r3.top_third_party_lib.patch"]

@@ -1,0 +1,91 @@
+"""The one subprocess door: timeouts, process groups, bounded output, children that won't die."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from relaxrepro.std import proc
+
+
+def test_captures_stdout_stderr_and_exit_code():
+    res = proc.run([sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+                   timeout=10)
+    assert (res.rc, res.stdout, res.stderr.strip(), res.timed_out, res.error) == (3, "out\n", "err", False, None)
+    assert not res.ok
+    assert res.describe().endswith("exit 3: err")
+
+
+def test_missing_executable_is_a_record_not_an_exception():
+    res = proc.run(["/nonexistent/tool", "--version"], timeout=5)
+    assert res.rc is None and res.error == "not found" and not res.ok
+
+
+def test_non_executable_file(tmp_path):
+    f = tmp_path / "tool"
+    f.write_text("#!/bin/sh\necho hi\n")
+    res = proc.run([str(f)], timeout=5)
+    assert res.error == "not executable (permission denied)"
+
+
+def test_hang_that_ignores_sigterm_is_killed_with_its_group(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    script = (
+        "import os, signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'])\n"
+        "open(%r, 'w').write(str(p.pid))\n"
+        "time.sleep(60)\n" % str(pidfile)
+    )
+    t0 = time.monotonic()
+    res = proc.run([sys.executable, "-c", script], timeout=1.0)
+    elapsed = time.monotonic() - t0
+    assert res.timed_out and not res.ok
+    assert elapsed < 5, elapsed
+    grandchild = int(pidfile.read_text())
+    for _ in range(50):  # the whole group got SIGKILL: the grandchild is gone too
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("grandchild %d survived the group kill" % grandchild)
+
+
+def test_escaped_grandchild_holding_the_pipe_does_not_block(tmp_path):
+    # A daemon that leaves the process group (setsid) but inherits stdout: we must not wait for it.
+    script = (
+        "import os, subprocess, sys\n"
+        "subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(30)'])\n"
+        "print('parent done')\n"
+    )
+    t0 = time.monotonic()
+    res = proc.run([sys.executable, "-c", script], timeout=8)
+    assert res.rc == 0 and res.stdout == "parent done\n"
+    assert time.monotonic() - t0 < 5
+
+
+def test_output_flood_is_bounded():
+    res = proc.run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 3000000)"], timeout=20,
+                   max_output=1000)
+    assert res.rc == 0 and res.truncated and res.stdout == "x" * 1000
+
+
+def test_binary_stdout_kept_exactly():
+    res = proc.run([sys.executable, "-c", "import sys; sys.stdout.buffer.write(bytes(range(256)))"], timeout=10,
+                   text=False)
+    assert res.stdout == bytes(range(256))
+
+
+def test_no_time_left_runs_nothing(tmp_path):
+    marker = tmp_path / "ran"
+    res = proc.run(["touch", str(marker)], timeout=0)
+    assert res.timed_out and not marker.exists()
+
+
+def test_child_interpreter_crash_is_contained():
+    res = proc.run_python(sys.executable, "import os; os.abort()", timeout=10)
+    assert res.rc is not None and res.rc < 0 and not res.ok
