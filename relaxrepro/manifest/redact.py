@@ -5,7 +5,7 @@ through :class:`Redactor` just before it is written or printed. Rules, in the or
 
 - by name: values of keys and flags whose name says secret (``HF_TOKEN``, ``--wandb-key X``,
   ``api_key: X`` inside config text or a patch) are masked to a short prefix plus ``***``;
-- by shape: token formats of /work/shared/SECRETS.md (GitHub, GitLab, HF, OpenAI, Anthropic, AWS,
+- by shape: token formats listed in the project's SECRETS.md brief (GitHub, GitLab, HF, OpenAI, Anthropic, AWS,
   Google, Azure, Slack, JWT, npm, PyPI, Databricks, Perplexity, W&B v1, PEM private keys) anywhere;
 - URLs and headers: ``user:password@`` after a URL scheme (also with an empty user), token query parameters,
   ``Authorization: ...`` and bare ``Bearer ...``;

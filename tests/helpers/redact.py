@@ -1,4 +1,4 @@
-"""Fake credentials in the real formats of /work/shared/SECRETS.md, built at run time.
+"""Fake credentials in the real formats of the project's SECRETS.md brief, built at run time.
 
 Every value is assembled by concatenation from a seeded generator so that this repository never
 carries a string that looks like a live secret (scanners run over it too).
