@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .manifest.model import Manifest
+from .manifest.model import Manifest, output_dir
 from .record import session
 
 log = logging.getLogger("relaxrepro")
@@ -264,7 +264,7 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
     try:
         from .manifest.model import new_run_id
 
-        target = session.output_dir(directory, os.environ)
+        target = output_dir(directory, os.environ)
         with _lock:
             outer = getattr(manifest, "_outer", None)
             if outer is not None:
@@ -346,7 +346,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
             env = self._options.get("env") or os.environ
             if not session.records_here(env, self._all_ranks):
                 return None
-            out = session.output_dir(self._output_dir, env)
+            out = output_dir(self._output_dir, env)
             state.out = out
             m = collect_manifest(self._args, output_dir=out, **self._options)
             m = update_manifest(m)

@@ -121,3 +121,20 @@ def test_pasted_output_holds_no_secrets_or_home_paths() -> None:
         changed = [line for line in code if redactor.text(line) != line and "SLURM_JOB_NODELIST=" not in line]
         fired = {rule: n for rule, n in redactor.counts.items() if rule != "internal-host"}
         assert not changed and not fired, "%s guide: %s %s" % (lang, fired, changed[:3])
+
+
+def _where_things_live() -> List[str]:
+    """The names in the README's "Where things live" tree, one per line (``cli.py``, ``commands/``...)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("### Where things live", 1)[1].split("```", 2)[1]
+    return [m.group(1) for m in re.finditer(r"^(?: {2})?([\w.]+/?)(?=\s)", block, re.M)]
+
+
+def test_the_readme_tree_names_every_layer_and_entry_point_that_exists():
+    named = _where_things_live()
+    package = ROOT / "relaxrepro"
+    on_disk = sorted(p.name + "/" for p in package.iterdir() if p.is_dir() and p.name != "__pycache__")
+    on_disk += sorted(p.name for p in package.glob("*.py") if p.name not in ("__init__.py", "__main__.py",
+                                                                             "_version.py"))
+    assert named[0] == "relaxrepro/" and "tests/" in named
+    assert sorted(n for n in named[1:] if n != "tests/" and not n.startswith("__init__")) == sorted(on_disk)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..manifest.model import valid_run_id
+from ..manifest.model import output_dir, valid_run_id
 from ..record import session
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos
 
@@ -62,7 +62,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     redactor = _redactor(args, env, verb)
     if redactor is None:
         return EXIT_USAGE, None, None, []
-    directory = None if args.output else session.output_dir(args.output_dir, env)
+    directory = None if args.output else output_dir(args.output_dir, env)
     options = {"parent": args.parent, "group": args.group, "note": args.note,
                "output_dir": directory or os.path.dirname(os.path.abspath(args.output)),
                "env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
@@ -128,7 +128,7 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options,
                   redactor=redactor)
     frag = node.collect_fragment(ctx)
-    path = args.output or os.path.join(session.output_dir(args.output_dir, env), fragment_filename(frag))
+    path = args.output or os.path.join(output_dir(args.output_dir, env), fragment_filename(frag))
     result = session.write(frag, path=path, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)

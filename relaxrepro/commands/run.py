@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..record import session
+from ..manifest.model import output_dir
 from ._common import EXIT_FAIL, EXIT_USAGE
 from .generate import record_run
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     env = dict(os.environ)
     if not args.output:
-        out_dir = session.output_dir(args.output_dir, env)
+        out_dir = output_dir(args.output_dir, env)
         try:  # the run's log directory often does not exist before the run, as with the API
             os.makedirs(out_dir, exist_ok=True)
         except OSError:

@@ -13,7 +13,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import datetime
-    from typing import Any, Dict, List, Optional, Tuple, Union
+    from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 
 
@@ -50,6 +50,9 @@ _KEY_PATTERN = re.compile(
     r"^(?:nvidia-(?:cuda-runtime|cuda-nvrtc|cudnn|nccl|cublas)(?:-cu\d+)?|transformer-engine-[a-z0-9]+|pytorch-triton)$"
 )
 
+OUTPUT_DIR_ENV = "RELAXREPRO_OUTPUT_DIR"
+"""Where manifests go when no directory is given (``generate``, ``run``, the API)."""
+
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """A run id given by a user (``--run-id``, ``$RELAXREPRO_RUN_ID``): safe in a file name."""
 
@@ -57,6 +60,13 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 def is_key_package(name: str) -> bool:
     """Whether a (PEP 503 normalised) package name is a key package or part of the CUDA stack as wheels."""
     return name in KEY_PACKAGES or bool(_KEY_PATTERN.match(name))
+
+
+def output_dir(given: Any, env: Mapping[str, str]) -> str:
+    """The directory manifests go to: the one given, else ``$RELAXREPRO_OUTPUT_DIR``, else ``.``."""
+    if given is not None and given != "":
+        return os.fspath(given)
+    return env.get(OUTPUT_DIR_ENV) or "."
 
 
 def valid_run_id(run_id: Optional[str]) -> bool:

@@ -1,5 +1,6 @@
-"""One run's facts, each worked out in one place: which rank this process is, where its manifest goes,
-and writing it so that the caller learns the run id it was written under."""
+"""One run's facts, each worked out in one place: which rank this process is and whether it records,
+and writing its manifest so that the caller learns the run id it was written under. Where manifests
+go is :func:`relaxrepro.manifest.model.output_dir`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from ..manifest.redact import Redactor
     from ..manifest.writer import WriteResult
 
-OUTPUT_DIR_ENV = "RELAXREPRO_OUTPUT_DIR"
 RUN_ID_ENV = "RELAXREPRO_RUN_ID"
 RANK_ENV = ("RANK", "SLURM_PROCID")
 """Where a multi-rank launcher says which rank this process is: torchrun/deepspeed, else srun."""
@@ -28,15 +28,6 @@ def rank(env: Mapping[str, str]) -> Optional[int]:
 def records_here(env: Mapping[str, str], all_ranks: bool = False) -> bool:
     """Whether this process writes the run's manifest: rank 0 only (or no launcher), unless ``all_ranks``."""
     return all_ranks or rank(env) in (None, 0)
-
-
-def output_dir(given: Any, env: Mapping[str, str]) -> str:
-    """The directory manifests go to: the one given, else ``$RELAXREPRO_OUTPUT_DIR``, else ``.``."""
-    import os
-
-    if given is not None and given != "":
-        return os.fspath(given)
-    return env.get(OUTPUT_DIR_ENV) or "."
 
 
 def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optional[str] = None,

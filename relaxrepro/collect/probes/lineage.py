@@ -19,6 +19,7 @@ import threading
 from collections.abc import Mapping
 
 from ...manifest.flat import ARG_DEPTH, flatten
+from ...manifest.model import OUTPUT_DIR_ENV
 from ..arguments import parse_argv_args
 from ..context import Context
 from ..runner import Outcome
@@ -106,7 +107,7 @@ def _within(ctx: Context, fn: Callable[[], Any]) -> Any:
 def _search_dirs(ctx: Context) -> List[str]:
     """Where a parent given by run id is looked for: this run's output directory, its parent, the cwd."""
     dirs: List[str] = []
-    out = ctx.options.get("output_dir") or ctx.env.get("RELAXREPRO_OUTPUT_DIR")
+    out = ctx.options.get("output_dir") or ctx.env.get(OUTPUT_DIR_ENV)  # an explicit one only: not "."
     for d in ([out, os.path.join(out, "..")] if out else []) + [ctx.cwd]:
         full = os.path.normpath(os.path.join(ctx.cwd, d))
         if full not in dirs:
