@@ -43,6 +43,11 @@ import _setup  # noqa: E402
 ROOT = _setup.ROOT
 
 # id -> (groups, label). Order is the table's order.
+_BASELINE_PAIRS = {"ml-generate": "base-ml-generate", "pkg-small": "base-pkg-small", "pyz-small": "base-pyz-small",
+                   "check": "base-check", "diff": "base-diff", "pkg-version": "base-pkg-version",
+                   "pyz-version": "base-pyz-version"}
+"""With --baseline: each case and the same case run from the baseline commit, in the same rounds."""
+
 CASES = [
     ("floor-isS", "floor", "floor: python -I -S -c pass"),
     ("floor-c", "floor", "floor: python -c pass"),
@@ -68,6 +73,10 @@ CASES = [
     ("base-diff", "baseline", "baseline package diff (clean venv python)"),
     ("check", "read check", "package check, ~30 KB manifest, small repo"),
     ("base-pkg-small", "baseline", "baseline package generate, small repo"),
+    ("base-check", "baseline", "baseline package check, ~30 KB manifest, small repo"),
+    ("base-pkg-version", "baseline", "baseline package --version"),
+    ("base-pyz-version", "baseline", "baseline pyz --version"),
+    ("base-pyz-small", "baseline", "baseline pyz generate, small repo"),
     ("ls", "read", "package ls, 10,000 manifests"),
     ("merge", "read", "package merge, 1,000 fragments"),
     ("ray-generate", "ray", "pyz generate, live one-node Ray (ML venv)"),
@@ -163,7 +172,7 @@ def main(argv=None) -> int:
     if not args.baseline:
         want = [c for c in want if not c.startswith("base-")]
     elif args.only:
-        want += [c for c in ("base-ml-generate", "base-pkg-small", "base-diff") if c not in want]
+        want += [b for a, b in _BASELINE_PAIRS.items() if a in want and b not in want]
     notes: List[str] = []
     versions: Dict[str, str] = {}
 
@@ -238,6 +247,10 @@ def main(argv=None) -> int:
         add("pyz-small", [py, pyz] + gen + train, env, repo)
         add("pkg-small", [py, "-m", "relaxrepro"] + gen + train, env_pkg, repo)
         add("base-pkg-small", [py, "-m", "relaxrepro"] + gen + train, env_base, repo)
+        add("base-pkg-version", [py, "-m", "relaxrepro", "--version"], env_base)
+        if base_pyz:
+            add("base-pyz-version", [py, base_pyz, "--version"], env)
+            add("base-pyz-small", [py, base_pyz] + gen + train, env, repo)
         if clean_py:
             add("floor-clean", [clean_py, "-c", "pass"], env)
         add("pyz-nobytecode", [py, pyz] + gen + train, dict(env, PYTHONDONTWRITEBYTECODE="1",
@@ -275,6 +288,7 @@ def main(argv=None) -> int:
             add("diff-sys", [py, "-m", "relaxrepro", "diff", a, b], env_pkg, ok_rc=(0, 1))
             add("base-diff", [clean_py, "-m", "relaxrepro", "diff", a, b], env_base, ok_rc=(0, 1))
             add("check", [py, "-m", "relaxrepro", "check", a], env_pkg, repo, ok_rc=(0, 1))
+            add("base-check", [py, "-m", "relaxrepro", "check", a], env_base, repo, ok_rc=(0, 1))
         if "ls" in need:
             add("ls", [py, "-m", "relaxrepro", "ls", _setup.ls_tree()], env_pkg)
         if "merge" in need:
@@ -366,13 +380,13 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     budget("check <= generate (same repo, package)", pair_ratio(results, "check", "pkg-small"), 1.0, "x")
     budget(".pyz start-up <= 1.2x package (--version)", pair_ratio(results, "pyz-version", "pkg-version"), 1.2, "x")
     budget(".pyz generate <= 1.2x package generate", pair_ratio(results, "pyz-small", "pkg-small"), 1.2, "x")
-    for after, before, what in (("ml-generate", "base-ml-generate", "generate in the ML venv"),
-                                ("pkg-small", "base-pkg-small", "package generate, small repo"),
-                                ("diff", "base-diff", "diff")):
+    for after, before in _BASELINE_PAIRS.items():
         ratio = pair_ratio(results, after, before)
         if ratio is not None:
+            what = next(label for cid, _groups, label in CASES if cid == after)
             versions["after/before: " + what] = "%.2fx (median of per-round ratios; %.1f ms -> %.1f ms)" % (
                 ratio, med[before], med[after])
+            budget("after/before <= 1.05x: " + what, ratio, 1.05, "x")
 
     machine = "%s, %s CPUs, %s, Python %s (%s)" % (platform.platform(), os.cpu_count(), _cpu_model(),
                                                    platform.python_version(), py)
