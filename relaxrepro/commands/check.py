@@ -13,7 +13,7 @@ import sys
 
 from ..std.text import safe_text, use_color
 from ._common import EXIT_USAGE, pairs, read_or_report
-from .check_rules import FAIL, INFO, NOT_RECORDED, PASS, WARN, Report, compare_documents, text
+from .check_rules import FAIL, INFO, NOT_RECORDED, PASS, WARN, Report, cell, compare_documents
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -26,7 +26,7 @@ def evaluate(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[s
     from ..collect.here import collect_here
 
     here, hints, notes = collect_here(rec, repos=repos, env=env)
-    return Report(items=compare_documents(rec, here, hints), warnings=notes, run_id=text(rec.get("run_id")))
+    return Report(items=compare_documents(rec, here, hints), warnings=notes, run_id=cell(rec.get("run_id")))
 
 
 # -- output -----------------------------------------------------------------------------------

@@ -86,7 +86,8 @@ class Report(Record):
 
 # -- the pure judgement -------------------------------------------------------------------------
 
-def text(value: Any, short_sha: bool = False) -> str:
+def cell(value: Any, short_sha: bool = False) -> str:
+    """A recorded value as a table cell: ``-`` when absent or not a scalar, a full SHA cut to 12."""
     s = scalar(value)
     if s is None:
         return "-"
@@ -100,7 +101,7 @@ def _version_item(item: str, rec: Any, here: Any, *, minor: str, major: str, oth
     """A version judged by how far it moved: ``major``/``minor`` verdicts, ``other`` for patch/local."""
     a, b = scalar(rec), scalar(here)
     if a is None:
-        return Item(item, "-", text(b), NOT_RECORDED)
+        return Item(item, "-", cell(b), NOT_RECORDED)
     if b is None:
         return Item(item, a, "-", missing_here, "not found here")
     level = fields.change_level(a, b)
@@ -119,7 +120,7 @@ def _equal_item(item: str, rec: Any, here: Any, differ: str, *, missing_here: st
                 norm: Callable[[str], str] = lambda s: s) -> Item:
     a, b = scalar(rec), scalar(here)
     if a is None:
-        return Item(item, "-", text(b), NOT_RECORDED)
+        return Item(item, "-", cell(b), NOT_RECORDED)
     if b is None:
         return Item(item, a, "-", missing_here, "not found here" if missing_here != INFO else "")
     return Item(item, a, b, PASS if norm(a) == norm(b) else differ)
@@ -130,7 +131,7 @@ def compare_documents(rec: Mapping[str, Any], here: Mapping[str, Any],
     """Judge ``here`` (this machine, repos keyed by the recorded names) against ``rec``."""
     hints = hints or {}
     items: List[Item] = []
-    items.append(Item("run id", text(rec.get("run_id")), "-", INFO, "recorded at %s" % text(rec.get("generated_at"))))
+    items.append(Item("run id", cell(rec.get("run_id")), "-", INFO, "recorded at %s" % cell(rec.get("generated_at"))))
     rec, node_item = _as_seen_by_matching_node(rec, here)
     if node_item is not None:
         items.append(node_item)
@@ -166,7 +167,7 @@ def _as_seen_by_matching_node(rec: Mapping[str, Any], here: Mapping[str, Any]
     nodes = [n for n in get(rec, "runtime.nodes") if isinstance(n, dict) and isinstance(n.get("hardware"), dict)]
     same = [n for n in nodes if get(n, "hardware.gpu_model") == model]
     if not same:
-        return rec, Item("node", "%d nodes recorded" % len(nodes), text(model), INFO,
+        return rec, Item("node", "%d nodes recorded" % len(nodes), cell(model), INFO,
                          "no recorded node has this GPU model; compared with rank 0")
     same.sort(key=lambda n: (n.get("role") != "head", str(n.get("name"))))
     ref = same[0]
@@ -175,7 +176,7 @@ def _as_seen_by_matching_node(rec: Mapping[str, Any], here: Mapping[str, Any]
         merged = dict(section(rec, name))
         merged.update(ref.get(name) or {})
         out[name] = merged
-    return out, Item("node", text(ref.get("name")), "-", INFO,
+    return out, Item("node", cell(ref.get("name")), "-", INFO,
                      "compared with the recorded node of the same GPU model (%d of %d nodes)" % (len(same), len(nodes)))
 
 
@@ -191,14 +192,14 @@ def _code_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
         label = "code %s" % name
         commit = scalar(r.get("commit"))
         if not isinstance(h, dict):
-            where = text(r.get("path"))
-            items.append(Item(label + " commit", text(commit, True), "repo not found",
+            where = cell(r.get("path"))
+            items.append(Item(label + " commit", cell(commit, True), "repo not found",
                               FAIL if commit else NOT_RECORDED,
                               "no git repository at %s; give --repo %s=PATH" % (where, name)))
             continue
         here_commit = scalar(h.get("commit"))
         if commit is None:
-            items.append(Item(label + " commit", "-", text(here_commit, True), NOT_RECORDED))
+            items.append(Item(label + " commit", "-", cell(here_commit, True), NOT_RECORDED))
         elif here_commit is None:
             items.append(Item(label + " commit", commit[:12], "-", FAIL, "commit unknown here"))
         else:
@@ -287,7 +288,7 @@ def _untracked_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> O
         return None
     new = sorted(set(_untracked_files(h)) - set(_untracked_files(r)))
     note = ("new: " + ", ".join(new))[:200] if new else ""
-    return Item(label + " untracked", text(a), text(b), INFO, note)
+    return Item(label + " untracked", cell(a), cell(b), INFO, note)
 
 
 def _submodule_items(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> List[Item]:
@@ -310,7 +311,7 @@ def _submodule_items(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> 
         b = sha(cur[path]) if path in cur else None
         item = "%s submodule %s" % (label, path)
         if a is None:
-            items.append(Item(item, "-", text(b, True), NOT_RECORDED))
+            items.append(Item(item, "-", cell(b, True), NOT_RECORDED))
         elif path not in cur or b is None:
             items.append(Item(item, a[:12], "-", FAIL, "submodule not checked out here"))
         elif a != b:
@@ -374,7 +375,7 @@ def _hardware_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Ite
     items.append(_version_item("cuda", r.get("cuda_version"), h.get("cuda_version"), minor=WARN, major=FAIL))
     model, here_model = scalar(r.get("gpu_model")), scalar(h.get("gpu_model"))
     if model is None:
-        items.append(Item("gpu model", "-", text(here_model), NOT_RECORDED))
+        items.append(Item("gpu model", "-", cell(here_model), NOT_RECORDED))
     elif here_model is None:
         none_here = h.get("gpu_count") == 0 or h.get("gpus") == []
         items.append(Item("gpu model", model, "none" if none_here else "-", FAIL if none_here else WARN,
@@ -408,7 +409,7 @@ def _system_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]
         if scalar(r.get(key)):
             items.append(_equal_item(label, r.get(key), h.get(key), INFO, missing_here=INFO))
     if scalar(r.get("hostname")):  # another node is the normal case: information, whatever it says
-        items.append(Item("hostname", text(r.get("hostname")), text(h.get("hostname")), INFO))
+        items.append(Item("hostname", cell(r.get("hostname")), cell(h.get("hostname")), INFO))
     return items
 
 
@@ -430,10 +431,10 @@ def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
     for key in sorted(set(rs) | set(hs)):
         a, b = rs.get(key, MISSING), hs.get(key, MISSING)
         if a == b:
-            items.append(Item("switch " + key, text(a), text(b), PASS))
+            items.append(Item("switch " + key, cell(a), cell(b), PASS))
         else:
-            items.append(Item("switch " + key, text(a) if a is not MISSING else "unset",
-                              text(b) if b is not MISSING else "unset", WARN, "determinism switch differs"))
+            items.append(Item("switch " + key, cell(a) if a is not MISSING else "unset",
+                              cell(b) if b is not MISSING else "unset", WARN, "determinism switch differs"))
     if r.get("bit_reproducible") is False:
         missing = r.get("missing")
         note = ", ".join(str(m) for m in missing)[:200] if isinstance(missing, list) else ""
@@ -455,8 +456,8 @@ def _env_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
         if a == b:
             same += 1
             continue
-        shown_a = "unset" if a is MISSING else text(a)
-        shown_b = "unset" if b is MISSING else text(b)
+        shown_a = "unset" if a is MISSING else cell(a)
+        shown_b = "unset" if b is MISSING else cell(b)
         if fields.redacted_parts(a if isinstance(a, str) else ""):
             items.append(Item("env " + name, shown_a, shown_b, INFO, "recorded value redacted: cannot compare"))
         elif is_info_env(str(name)):
@@ -485,7 +486,7 @@ def _config_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]
         g = by_path.get(f["path"])
         here_digest = scalar(g.get("sha256")) if isinstance(g, dict) else None
         if digest is None:
-            items.append(Item(label, "-", text(here_digest, True), NOT_RECORDED))
+            items.append(Item(label, "-", cell(here_digest, True), NOT_RECORDED))
         elif here_digest is None:
             items.append(Item(label, digest[:12], "-", WARN, "not found here" if current is not None
                               else "config files not collected here"))
@@ -550,5 +551,5 @@ def _runtime_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item
         items.append(_equal_item("nodes", r.get("node_count"), h.get("node_count"), WARN, missing_here=INFO))
     job = get(rec, "scheduler.slurm.job_id", None)
     if scalar(job):
-        items.append(Item("slurm job", text(job), text(get(here, "scheduler.slurm.job_id", None)), INFO))
+        items.append(Item("slurm job", cell(job), cell(get(here, "scheduler.slurm.job_id", None)), INFO))
     return items
