@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 
+from ..manifest.model import RUN_ID_ENV
 from ..manifest.nodes import FRAGMENT_VERSION, check_fragment, merge_fragments, node_name
 from .context import DEADLINE, Context
 
@@ -26,8 +27,8 @@ on each node first (1-2 s each on a busy 2-core machine), then the probes' own 6
 
 def run_id_from_env(env: Dict[str, str]) -> Optional[str]:
     """The run id every node agrees on without talking: RELAXREPRO_RUN_ID, else the SLURM job."""
-    if env.get("RELAXREPRO_RUN_ID"):
-        return env["RELAXREPRO_RUN_ID"]
+    if env.get(RUN_ID_ENV):
+        return env[RUN_ID_ENV]
     if env.get("SLURM_JOB_ID"):
         return "slurm-" + env["SLURM_JOB_ID"]
     return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..manifest.model import output_dir, valid_run_id
+from ..manifest.model import RUN_ID_ENV, output_dir, valid_run_id
 from ..record import session
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos
 
@@ -44,8 +44,8 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     """
     if not session.records_here(env, args.all_ranks):
         return None, None, None, []  # under a multi-rank launcher only rank 0 writes
-    if args.run_id is None and env.get(session.RUN_ID_ENV):
-        args.run_id = env[session.RUN_ID_ENV]  # shared with every node's --node-report, so merge can match them
+    if args.run_id is None and env.get(RUN_ID_ENV):
+        args.run_id = env[RUN_ID_ENV]  # shared with every node's --node-report, so merge can match them
     if args.run_id is not None and not valid_run_id(args.run_id):
         sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
                          % (verb, args.run_id))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..manifest.model import output_dir
+from ..manifest.model import RUN_ID_ENV, output_dir
 from ._common import EXIT_FAIL, EXIT_USAGE
 from .generate import record_run
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     if path is not None and doc is not None:
         # The trainer's API adopts this run id and folds what it sees into this file (record/adopt.py).
-        env = dict(env, **{adopt.ENV_RUN_ID: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(path)})
+        env = dict(env, **{RUN_ID_ENV: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(path)})
     result = proc.run_foreground(command, env=env)
     status = proc.exit_status(result)
     if result.error is not None:

@@ -53,6 +53,10 @@ _KEY_PATTERN = re.compile(
 OUTPUT_DIR_ENV = "RELAXREPRO_OUTPUT_DIR"
 """Where manifests go when no directory is given (``generate``, ``run``, the API)."""
 
+RUN_ID_ENV = "RELAXREPRO_RUN_ID"
+"""The run id shared by every process and node of one run (``relaxrepro run`` exports it to the command;
+an sbatch script exports it for ``generate`` and every node's ``--node-report``)."""
+
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 """A run id given by a user (``--run-id``, ``$RELAXREPRO_RUN_ID``): safe in a file name."""
 

@@ -19,13 +19,12 @@ import os
 import stat
 
 from ..manifest import redact, writer
-from ..manifest.model import CAP_BYTES
+from ..manifest.model import CAP_BYTES, RUN_ID_ENV
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, Mapping, Optional, Tuple
 
-ENV_RUN_ID = "RELAXREPRO_RUN_ID"
 ENV_MANIFEST = "RELAXREPRO_MANIFEST"
 
 _MAX_READ = 4 * CAP_BYTES
@@ -83,13 +82,13 @@ def find(env: Mapping[str, str]) -> Tuple[Optional[Outer], Optional[str]]:
     path = env.get(ENV_MANIFEST)
     if not path:
         return None, None
-    run_id = env.get(ENV_RUN_ID) or ""
+    run_id = env.get(RUN_ID_ENV) or ""
     doc, problem = read(path)
     if doc is None:
         return None, "%s=%s: %s; this process writes a manifest of its own" % (ENV_MANIFEST, path, problem)
     if doc["run_id"] != run_id:
         return None, "%s=%s holds run %s, not %s=%s; this process writes a manifest of its own" % (
-            ENV_MANIFEST, path, doc["run_id"], ENV_RUN_ID, run_id or "(unset)")
+            ENV_MANIFEST, path, doc["run_id"], RUN_ID_ENV, run_id or "(unset)")
     if _recorded_by_api(doc):
         return None, None
     return Outer(os.path.abspath(path), run_id, doc), None

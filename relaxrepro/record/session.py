@@ -11,7 +11,6 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from ..manifest.redact import Redactor
     from ..manifest.writer import WriteResult
 
-RUN_ID_ENV = "RELAXREPRO_RUN_ID"
 RANK_ENV = ("RANK", "SLURM_PROCID")
 """Where a multi-rank launcher says which rank this process is: torchrun/deepspeed, else srun."""
 
