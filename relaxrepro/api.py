@@ -175,10 +175,9 @@ def _warn_problems(m: Manifest, what: str) -> None:
     from .collect.assemble import probe_problems
 
     problems = probe_problems(m)
-    lineage = m.get("lineage") if isinstance(m.get("lineage"), dict) else {}
-    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else {}
-    if parent and not parent.get("found"):
-        problems.append("parent %s not found; recorded as given" % parent.get("given"))
+    unfound = session.unfound_parent(m)
+    if unfound:
+        problems.append(unfound)
     if problems:
         m.warnings.extend(problems)
         log.warning("relaxrepro: %s: %s", what, "; ".join(problems))

@@ -82,10 +82,9 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     problems = assemble.probe_problems(doc)
     for line in problems:
         sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
-    lineage = doc.get("lineage") if isinstance(doc.get("lineage"), dict) else {}
-    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else None
-    if parent is not None and not parent.get("found"):
-        sys.stderr.write("relaxrepro: warning: parent %s not found; recorded as given\n" % parent.get("given"))
+    unfound = session.unfound_parent(doc)
+    if unfound:
+        sys.stderr.write("relaxrepro: warning: %s\n" % unfound)
     result = session.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)

@@ -29,6 +29,15 @@ def records_here(env: Mapping[str, str], all_ranks: bool = False) -> bool:
     return all_ranks or rank(env) in (None, 0)
 
 
+def unfound_parent(doc: Mapping[str, Any]) -> Optional[str]:
+    """The warning for a parent that was given but not found (kept as given, ``found: false``), or None."""
+    lineage = doc.get("lineage") if isinstance(doc.get("lineage"), dict) else {}
+    parent = lineage.get("parent") if isinstance(lineage.get("parent"), dict) else {}
+    if parent and not parent.get("found"):
+        return "parent %s not found; recorded as given" % parent.get("given")
+    return None
+
+
 def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optional[str] = None,
           redactor: Optional[Redactor] = None, env: Optional[Mapping[str, str]] = None) -> WriteResult:
     """Write ``doc`` (see :func:`relaxrepro.manifest.writer.write`) and follow the run id it was written
