@@ -114,7 +114,74 @@ def strip_source(src):
     out = src
     for start, end, new in sorted(edits, reverse=True):
         out = out[:start] + new + out[end:]
-    return _tabs(_drop_type_checking("\n".join(line.rstrip() for line in out.split("\n"))))
+    return _tabs(_drop_annotations(_drop_type_checking("\n".join(line.rstrip() for line in out.split("\n")))))
+
+
+def _drop_annotations(src):
+    """Type annotations out (``def f(x: int) -> str`` becomes ``def f(x)``; ``x: T = v`` becomes ``x = v``; a
+    bare ``x: T`` becomes ``pass``), lines kept. Every module has ``from __future__ import annotations`` and
+    nothing reads ``__annotations__``, so they never run; the result must parse to the same tree as the
+    source with its annotations removed, or the source is kept as it was."""
+    import ast
+
+    tree = ast.parse(src)
+    offsets = [0]
+    for line in src.splitlines(keepends=True):
+        offsets.append(offsets[-1] + len(line))
+
+    def at(line, col):
+        return offsets[line - 1] + len(src[offsets[line - 1]:].encode("utf-8")[:col].decode("utf-8", "ignore"))
+
+    def blank(start, end):
+        return "\n" * src.count("\n", start, end)
+
+    edits = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                if arg.annotation is not None:
+                    start = at(arg.lineno, arg.col_offset) + len(arg.arg)
+                    end = at(arg.annotation.end_lineno, arg.annotation.end_col_offset)
+                    edits.append((start, end, blank(start, end)))
+            if node.returns is not None:
+                end = at(node.returns.end_lineno, node.returns.end_col_offset)
+                start = src.rindex("->", 0, at(node.returns.lineno, node.returns.col_offset))
+                while src[start - 1] in " \t":
+                    start -= 1
+                edits.append((start, end, blank(start, end)))
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is None:
+                start, end = at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
+                edits.append((start, end, "pass" + blank(start, end)))
+            else:
+                start = at(node.target.end_lineno, node.target.end_col_offset)
+                end = at(node.annotation.end_lineno, node.annotation.end_col_offset)
+                edits.append((start, end, blank(start, end)))
+    out = src
+    for start, end, new in sorted(edits, reverse=True):
+        out = out[:start] + new + out[end:]
+
+    class Strip(ast.NodeTransformer):
+        def visit_arg(self, node):
+            node.annotation = None
+            return node
+
+        def visit_FunctionDef(self, node):
+            self.generic_visit(node)
+            node.returns = None
+            return node
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_AnnAssign(self, node):
+            if node.value is None:
+                return ast.Pass()
+            return ast.Assign(targets=[node.target], value=self.visit(node.value))
+
+    want = ast.dump(Strip().visit(ast.parse(src)))
+    got = ast.dump(ast.parse(out))
+    return out if got == want else src
 
 
 def _drop_type_checking(src):
