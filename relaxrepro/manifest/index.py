@@ -91,20 +91,21 @@ def find_manifests(roots: Iterable[str]) -> Iterator[str]:
 
 def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
     """The top-level ``fields`` of the manifest at ``path``; raises ``ManifestError`` when unreadable."""
-    from .reader import ManifestError, check_version, parse_manifest
+    from .reader import ManifestError, ReadError, check_version, parse_manifest, read_bytes, read_ends
 
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > READ_LIMIT_BYTES:
-                raise ManifestError("file is over the %d MB limit for a manifest" % (READ_LIMIT_BYTES // 2**20))
-            quick = _read_quick(fh, size, fields)
-            if quick is None or "schema_version" not in quick or "run_id" not in quick:
-                fh.seek(0)
-                raw = fh.read()
-                quick = None
-    except OSError as exc:
-        raise ManifestError("cannot read: %s" % (exc.strerror or exc)) from None
+        head, tail = read_ends(path, READ_LIMIT_BYTES, _HEAD, _TAIL)
+        quick = _quick(head, fields, tail, whole=tail is None)
+        if quick is None or "schema_version" not in quick or "run_id" not in quick:
+            raw = head if tail is None else read_bytes(path, READ_LIMIT_BYTES)
+            quick = None
+    except ReadError as exc:
+        # The listing prints the path before the reason, so the reason does not repeat it.
+        if exc.reason == "too_large":
+            raise ManifestError("file is over the %d MB limit for a manifest" % (READ_LIMIT_BYTES // 2**20)) from None
+        if exc.os_error is None:
+            raise ManifestError("not a regular file") from None
+        raise ManifestError("cannot read: %s" % (exc.os_error.strerror or exc.os_error)) from None
     if quick is not None:
         check_version(quick["schema_version"])
         if not isinstance(quick["run_id"], str):
@@ -121,16 +122,6 @@ _HEAD = 16 * 1024
 _TAIL = 32 * 1024
 """Bytes read from each end of a large manifest: code, collection and command sit at the head,
 generated_at to training at the tail; a file whose wanted sections reach further is read whole."""
-
-
-def _read_quick(fh: Any, size: int, fields: Sequence[str]) -> Optional[Dict[str, Any]]:
-    if size <= _HEAD + _TAIL:
-        raw = fh.read()
-        return _quick(raw, fields, raw)
-    head = fh.read(_HEAD)
-    fh.seek(size - _TAIL)
-    tail = fh.read(_TAIL)
-    return _quick(head, fields, tail, whole=False)
 
 
 def _quick(head: bytes, fields: Sequence[str], tail: Optional[bytes] = None, *,

@@ -32,6 +32,10 @@ CAP_BYTES = 100_000
 READ_LIMIT_BYTES = 10 * 1024 * 1024
 """The largest file a reader accepts: older writers and other tools did not keep to :data:`CAP_BYTES`."""
 
+ADOPT_LIMIT_BYTES = 4 * CAP_BYTES
+"""The largest file at ``RELAXREPRO_MANIFEST`` the API adopts and rewrites: the manifest ``relaxrepro run``
+wrote is under :data:`CAP_BYTES`, so anything much larger at that path is not ours to rewrite."""
+
 KEY_PACKAGES: Tuple[str, ...] = (
     "torch", "ray", "sglang", "vllm", "megatron-core", "transformer-engine", "flash-attn", "deepspeed",
     "transformers", "accelerate", "datasets", "numpy", "triton", "apex",

@@ -16,6 +16,7 @@ import json
 import os
 
 from ..std.sha import sha256_hex
+from .reader import ReadError, read_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -23,6 +24,9 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 FRAGMENT_VERSION = "1.0"
 FRAGMENT_MAJOR = 1
+
+FRAGMENT_LIMIT_BYTES = 2 * 1024 * 1024
+"""The largest fragment file a merge reads: one node's data is a few KB (its package list the bulk)."""
 
 NODE_FIELDS: Tuple[str, ...] = (
     "hardware.gpu_vendor", "hardware.gpu_model", "hardware.gpu_count", "hardware.gpu_memory_gb",
@@ -100,12 +104,13 @@ def check_fragment(doc: Any, run_id: Optional[str] = None) -> Dict[str, Any]:
 def load_fragment(path: str, run_id: Optional[str] = None) -> Dict[str, Any]:
     """Read and check one fragment file; :class:`FragmentError` names what is wrong (not the path)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(2 * 1024 * 1024 + 1)
-    except OSError as exc:
-        raise FragmentError("cannot read: %s" % (exc.strerror or exc)) from None
-    if len(raw) > 2 * 1024 * 1024:
-        raise FragmentError("over 2 MB: not a node fragment")
+        raw = read_bytes(path, FRAGMENT_LIMIT_BYTES)
+    except ReadError as exc:
+        if exc.reason == "too_large":
+            raise FragmentError("over %d MB: not a node fragment" % (FRAGMENT_LIMIT_BYTES // 2**20)) from None
+        if exc.os_error is None:
+            raise FragmentError("not a regular file") from None
+        raise FragmentError("cannot read: %s" % (exc.os_error.strerror or exc.os_error)) from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -1,13 +1,17 @@
 """Version policy and the manifest reader: strict on structure, lenient on minor versions.
 
 Every problem is a :class:`ManifestError` with one line naming it and, where there is one, the dotted
-path of the bad field. Legacy forms are normalised in :func:`normalize_legacy` and nowhere else.
+path of the bad field. Legacy forms are normalised in :func:`normalize_legacy` and nowhere else. Every
+manifest or fragment file is read through one door, :func:`read_bytes` (or :func:`read_ends`), bounded
+and with its policy for FIFOs and devices in one place.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 
 from .model import MAJOR, READ_LIMIT_BYTES
 
@@ -45,20 +49,139 @@ def read_manifest_file(path: "os.PathLike[str] | str") -> Tuple[Dict[str, Any], 
 
     Reading commands (``diff``) use this directly: it pulls in neither the assembler nor the writer.
     """
-    try:
-        if os.path.isdir(path):
-            raise ManifestError("%s is a directory, not a manifest file" % path)
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    if size > READ_LIMIT_BYTES:
-        raise ManifestError("file is %d bytes, over the %d MB limit for a manifest" % (size, READ_LIMIT_BYTES // 2**20))
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(READ_LIMIT_BYTES + 1)
-    except OSError as exc:
-        raise ManifestError("cannot read %s: %s" % (path, exc.strerror or exc)) from None
-    return parse_manifest(raw)
+    return parse_manifest(read_bytes(path, READ_LIMIT_BYTES))
+
+
+# -- the one door every manifest and fragment file is read through ---------------------------------
+
+class ReadError(ManifestError):
+    """Why :func:`read_bytes` gave no bytes. ``str()`` is the strict reader's line (the path, the limit);
+    a reader with wording of its own (a fragment, ``ls``, adoption, the outcome) words it from these:
+
+    ``reason``: ``"os"`` (``os_error`` is the :class:`OSError`; a directory is ``IsADirectoryError``),
+    ``"too_large"`` (over ``limit``; ``size`` is the file's size when ``stat`` knew it, else None) or
+    ``"not_regular"`` (a FIFO, socket or device, refused under ``regular_only``).
+    """
+
+    def __init__(self, message: str, reason: str, limit: int, *, os_error: Optional[OSError] = None,
+                 size: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.limit = limit
+        self.os_error = os_error
+        self.size = size
+
+
+def read_bytes(path: "os.PathLike[str] | str", limit: int, *, regular_only: bool = False) -> bytes:
+    """The bytes of the file at ``path``, at most ``limit`` of them; raises :class:`ReadError`.
+
+    The one door to a manifest or fragment on disk: the strict reader (every reading command), ``ls``'s
+    index (through :func:`read_ends`), lineage's parent lookup and the outcome read with
+    ``model.READ_LIMIT_BYTES``, adoption with ``model.ADOPT_LIMIT_BYTES``, a merge's fragments with
+    ``nodes.FRAGMENT_LIMIT_BYTES``. A directory or a file whose ``stat`` size is over ``limit`` is
+    refused before it is opened; one that yields more than ``limit`` bytes (it grew, or ``/dev/zero``)
+    is refused after ``limit + 1``: nothing is read unbounded.
+
+    ``regular_only`` is the policy for what is not a regular file. False (today's default): a FIFO
+    or device is opened and read like a file, as the reading commands always did, so
+    ``relaxrepro check <(cat m.json)`` works (and a FIFO nobody writes to blocks in ``open``). True
+    (adoption of ``RELAXREPRO_MANIFEST``): opened with ``O_NONBLOCK`` where the OS has it, so a FIFO
+    cannot block ``open``, and refused with reason ``"not_regular"`` unless ``fstat`` says regular.
+    Making every reader FIFO-safe is changing this default to True: each caller already words
+    ``"not_regular"``.
+    """
+    with _open(path, limit, regular_only) as (fh, _size):
+        try:
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise _os_error(path, limit, exc) from None
+    if len(data) > limit:
+        raise _too_large(limit)
+    return data
+
+
+def read_ends(path: "os.PathLike[str] | str", limit: int, head: int, tail: int, *,
+              regular_only: bool = False) -> Tuple[bytes, Optional[bytes]]:
+    """(the whole file, None) when it holds at most ``head + tail`` bytes, else (its first ``head``
+    bytes, its last ``tail`` bytes): :func:`read_bytes` for a listing that needs a large file's ends only."""
+    with _open(path, limit, regular_only) as (fh, size):
+        try:
+            if size <= head + tail:
+                data = fh.read(limit + 1)
+                if len(data) > limit:
+                    raise _too_large(limit)
+                return data, None
+            first = fh.read(head)
+            fh.seek(size - tail)
+            return first, fh.read(tail)
+        except OSError as exc:
+            raise _os_error(path, limit, exc) from None
+
+
+class _open:
+    """``with _open(path, limit, regular_only) as (fh, size)``: the checks of :func:`read_bytes`, then
+    the open file and its ``fstat`` size. A class rather than ``contextlib`` (start-up cost)."""
+
+    def __init__(self, path: "os.PathLike[str] | str", limit: int, regular_only: bool) -> None:
+        self.path, self.limit, self.regular_only = path, limit, regular_only
+        self.fh: Any = None
+
+    def __enter__(self) -> Tuple[Any, int]:
+        path, limit = self.path, self.limit
+        # stat before open, as the strict reader always has: a directory or an oversized file is
+        # named as such even where opening it would fail first.
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise _os_error(path, limit, exc) from None
+        if stat.S_ISDIR(st.st_mode):
+            raise _os_error(path, limit, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path)))
+        if st.st_size > limit:
+            raise _too_large(limit, st.st_size)
+        # O_NONBLOCK: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | (getattr(os, "O_NONBLOCK", 0) if self.regular_only else 0)
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:
+            raise _os_error(path, limit, exc) from None
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):  # put there since the stat above
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+            if st.st_size > limit:  # grew since the stat above
+                raise _too_large(limit, st.st_size)
+            if self.regular_only and not stat.S_ISREG(st.st_mode):
+                raise ReadError("%s is not a regular file" % path, "not_regular", limit)
+            self.fh = os.fdopen(fd, "rb")
+        except OSError as exc:
+            os.close(fd)
+            raise _os_error(path, limit, exc) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        return self.fh, st.st_size
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.fh.close()
+
+
+def _os_error(path: "os.PathLike[str] | str", limit: int, exc: OSError) -> ReadError:
+    if isinstance(exc, IsADirectoryError):
+        message = "%s is a directory, not a manifest file" % path
+    else:
+        message = "cannot read %s: %s" % (path, exc.strerror or exc)
+    return ReadError(message, "os", limit, os_error=exc)
+
+
+def _too_large(limit: int, size: Optional[int] = None) -> ReadError:
+    if size is None:  # more bytes came than stat said there were
+        return ReadError("file is over the %s limit for a manifest" % _limit_text(limit), "too_large", limit)
+    return ReadError("file is %d bytes, over the %s limit for a manifest" % (size, _limit_text(limit)), "too_large",
+                     limit, size=size)
+
+
+def _limit_text(limit: int) -> str:
+    return "%d MB" % (limit // 2**20) if limit % 2**20 == 0 else "%d-byte" % limit
 
 
 def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 
-from ..manifest import redact, writer
-from ..manifest.model import CAP_BYTES, RUN_ID_ENV
+from ..manifest import reader, redact, writer
+from ..manifest.model import ADOPT_LIMIT_BYTES, RUN_ID_ENV
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, Mapping, Optional, Tuple
 
 ENV_MANIFEST = "RELAXREPRO_MANIFEST"
-
-_MAX_READ = 4 * CAP_BYTES
-"""A manifest is under 100 KB; anything much larger at that path is not ours to rewrite."""
 
 PROCESS_SECTIONS = ("runtime", "training", "seeds")
 """Replaced whole by the trainer's: ``update_manifest`` removes stale keys of the outside view (a
@@ -53,16 +49,14 @@ class Outer:
 def read(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """(the manifest at ``path``, None) or (None, why not)."""
     try:
-        # O_NONBLOCK: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return None, "not a regular file"
-            data = fh.read(_MAX_READ + 1)
-    except OSError as exc:
-        return None, "cannot read it (%s)" % (exc.strerror or type(exc).__name__)
-    if len(data) > _MAX_READ:
-        return None, "not a manifest (over %d bytes)" % _MAX_READ
+        # regular_only: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
+        data = reader.read_bytes(path, ADOPT_LIMIT_BYTES, regular_only=True)
+    except reader.ReadError as exc:
+        if exc.reason == "too_large":
+            return None, "not a manifest (over %d bytes)" % ADOPT_LIMIT_BYTES
+        if exc.os_error is None:
+            return None, "not a regular file"
+        return None, "cannot read it (%s)" % (exc.os_error.strerror or type(exc.os_error).__name__)
     try:
         doc = json.loads(data.decode("utf-8"))
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both

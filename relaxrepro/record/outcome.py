@@ -13,7 +13,8 @@ import json
 import os
 import time
 
-from ..manifest import writer
+from ..manifest import reader, writer
+from ..manifest.model import READ_LIMIT_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -73,8 +74,7 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
     by someone else is never rewritten. Never raises.
     """
     try:
-        with open(path, "rb") as fh:
-            on_disk = json.loads(fh.read().decode("utf-8"))
+        on_disk = json.loads(reader.read_bytes(path, READ_LIMIT_BYTES).decode("utf-8"))
         if not isinstance(on_disk, dict):
             return "could not add the outcome to %s: it is no longer a manifest" % path
         if run_id is not None and on_disk.get("run_id") != run_id:
@@ -90,6 +90,8 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
         writer.rewrite(path, doc)  # the outcome may tip it over the cap: then the patch moves out
         return None
     except (OSError, ValueError) as exc:
+        if isinstance(exc, reader.ReadError) and exc.os_error is not None:
+            exc = exc.os_error  # the file could not be opened or read: worded as that OSError
         reason = writer.describe_os_error(exc, path) if isinstance(exc, OSError) else "%s: %s" % (path, exc)
         return "could not add the outcome: %s" % reason
     except Exception as exc:  # the promise: a warning, never a traceback at the end of a long run

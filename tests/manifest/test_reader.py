@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import threading
 
 import pytest
 
-from relaxrepro.manifest.reader import ManifestError, load_manifest, parse_manifest
+from relaxrepro.manifest.reader import ManifestError, ReadError, load_manifest, parse_manifest, read_bytes, read_ends
 from tests.helpers.common import run_cli
 
 MINIMAL = {
@@ -127,6 +130,93 @@ def test_unreadable_paths(tmp_path):
         load_manifest(tmp_path / "missing.json")
     with pytest.raises(ManifestError, match="is a directory"):
         load_manifest(tmp_path)
+
+
+# -- the door: read_bytes / read_ends ---------------------------------------------------------------
+
+def test_the_door_returns_a_file_of_exactly_the_limit_and_refuses_one_byte_more(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_bytes(b"x" * 1000)
+    assert read_bytes(p, 1000) == b"x" * 1000
+    with pytest.raises(ReadError) as info:
+        read_bytes(p, 999)
+    assert str(info.value) == "file is 1000 bytes, over the 999-byte limit for a manifest"
+    assert (info.value.reason, info.value.size, info.value.os_error) == ("too_large", 1000, None)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_the_door_reads_at_most_limit_plus_one_byte_where_stat_knows_no_size():
+    # /dev/zero's stat size is 0 and it never ends: only the bounded read stops it.
+    with pytest.raises(ReadError) as info:
+        read_bytes("/dev/zero", 1000)
+    assert str(info.value) == "file is over the 1000-byte limit for a manifest"
+    assert (info.value.reason, info.value.size) == ("too_large", None)
+
+
+def test_the_door_refuses_a_directory(tmp_path):
+    with pytest.raises(ReadError) as info:
+        read_bytes(tmp_path, 1000)
+    assert str(info.value) == "%s is a directory, not a manifest file" % tmp_path
+    assert info.value.reason == "os" and isinstance(info.value.os_error, IsADirectoryError)
+
+
+def test_the_door_names_a_missing_file(tmp_path):
+    missing = tmp_path / "missing.json"
+    with pytest.raises(ReadError) as info:
+        read_bytes(missing, 1000)
+    assert str(info.value) == "cannot read %s: No such file or directory" % missing
+    assert info.value.reason == "os" and info.value.os_error.errno == errno.ENOENT
+    assert isinstance(info.value, ManifestError)
+
+
+def _feed_fifo(path, data: bytes) -> threading.Thread:
+    def write() -> None:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_the_door_reads_a_fifo_like_a_file_by_default(tmp_path):
+    # `relaxrepro check <(cat m.json)`: the reading commands have always accepted a pipe.
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)
+    writer = _feed_fifo(fifo, b"{}")
+    assert read_bytes(fifo, 1000) == b"{}"
+    writer.join(5)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_the_door_refuses_a_fifo_without_blocking_under_regular_only(tmp_path):
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)
+    box = {}
+
+    def read() -> None:
+        try:
+            read_bytes(fifo, 1000, regular_only=True)
+        except ReadError as exc:
+            box["error"] = exc
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    t.join(5)
+    if t.is_alive():  # it blocked in open(): let it go before failing
+        _feed_fifo(fifo, b"").join(5)
+    assert not t.is_alive(), "open() blocked on a FIFO nobody writes to"
+    assert str(box["error"]) == "%s is not a regular file" % fifo
+    assert (box["error"].reason, box["error"].os_error) == ("not_regular", None)
+
+
+def test_read_ends_reads_a_small_file_whole_and_a_large_one_at_its_ends(tmp_path):
+    p = tmp_path / "m.json"
+    p.write_bytes(b"abcdefgh")
+    assert read_ends(p, 1000, 4, 4) == (b"abcdefgh", None)
+    assert read_ends(p, 1000, 2, 3) == (b"ab", b"fgh")
+    with pytest.raises(ReadError, match="over the 7-byte limit"):
+        read_ends(p, 7, 2, 3)
 
 
 def test_load_manifest_returns_manifest_with_path(tmp_path):

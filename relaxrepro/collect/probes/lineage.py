@@ -19,7 +19,8 @@ import threading
 from collections.abc import Mapping
 
 from ...manifest.flat import ARG_DEPTH, flatten
-from ...manifest.model import OUTPUT_DIR_ENV
+from ...manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES
+from ...manifest.reader import read_bytes
 from ..arguments import parse_argv_args
 from ..context import Context
 from ..runner import Outcome
@@ -173,9 +174,8 @@ def _candidates(directory: str, name: str) -> Iterator[str]:
 def read_run_id(path: str) -> Optional[str]:
     """The run id of a manifest file, or None when it is unreadable or not a manifest."""
     try:
-        with open(path, "rb") as fh:
-            doc = json.loads(fh.read(16 << 20).decode("utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads(read_bytes(path, READ_LIMIT_BYTES).decode("utf-8"))
+    except ValueError:  # ReadError (a ManifestError), UnicodeDecodeError and JSONDecodeError
         return None
     run_id = doc.get("run_id") if isinstance(doc, dict) else None
     return run_id if isinstance(run_id, str) and run_id else None
