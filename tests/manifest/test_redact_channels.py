@@ -230,3 +230,15 @@ def test_generate_redacts_the_document_exactly_once_with_the_runs_policy(tmp_pat
     doc = json.loads(out.read_text())
     assert doc["command"]["argv"][-1] == DATA and '+DATA = "%s"' % DATA in _patch_text(doc)
 
+
+def test_generate_node_report_redacts_the_fragment_exactly_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    from relaxrepro import cli
+
+    _in_process(monkeypatch, tmp_path, tmp_path)
+    passes = _whole_document_passes(monkeypatch)
+    out = tmp_path / "node_x.json"
+    assert cli.main(["generate", "--node-report", "--run-id", "run-1", "--keep-paths", "--redact-pattern", "acme",
+                     "--output", str(out)]) == 0
+    assert len(passes) == 1
+    assert passes[0].keep_paths and [p.pattern for p in passes[0].extra] == ["acme"]
+    assert json.loads(out.read_text())["run_id"] == "run-1"
