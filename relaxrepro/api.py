@@ -284,7 +284,9 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
                 os.makedirs(target, exist_ok=True)
             except OSError:
                 pass  # manifest.write names the reason
-            result = session.write(manifest, directory=target)  # follows a fresh run id taken on a clash
+            # Redacted again (the trainer may have changed it) with the policy it was collected with;
+            # follows a fresh run id taken on a clash.
+            result = session.write(manifest, directory=target)
         if result.warnings:
             log.warning("relaxrepro: %s", "; ".join(result.warnings))
         return result.path
@@ -417,7 +419,7 @@ def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:
         kept = {k: v for k, v in (manifest.get("training") or {}).items() if k not in training.OWNED_KEYS}
         kept.update(derived)
         manifest["training"] = kept
-        red = redact.Redactor.for_environment(os.environ)
+        red = redact.policy_of(manifest)  # the policy the manifest was collected with
         for section in ("runtime", "training"):
             manifest[section] = red.value(manifest[section])
     return runner.Outcome()

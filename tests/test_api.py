@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import subprocess
@@ -321,3 +322,31 @@ def test_a_run_id_clash_gives_a_fresh_id_that_the_manifest_follows(tmp_path, mon
     assert path != str(taken) and taken.read_text() == "someone else's"
     assert Path(path).name == "manifest_%s.json" % m.run_id
     assert load(Path(path))["run_id"] == m.run_id
+
+
+# A home outside /home/<user>: only the policy the manifest was collected with knows it is one.
+_CAROL = "/data/users/carol"
+
+
+def _carol_env(tmp_path):
+    return dict(os.environ, HOME=_CAROL, RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
+
+
+def test_a_manifest_changed_after_collection_is_written_redacted_by_its_own_policy(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    m = relaxrepro.collect_manifest(env=_carol_env(tmp_path))
+    assert m.redacted_by is not None and m.redacted_by.home == _CAROL
+    m["training"]["checkpoint_dir"] = _CAROL + "/ckpt"  # the trainer's own change, never redacted yet
+    doc = load(Path(relaxrepro.write_manifest(m, tmp_path)))
+    assert doc["training"]["checkpoint_dir"] == "<HOME>/ckpt"
+    assert _CAROL not in json.dumps(doc)
+
+
+def test_changes_inside_the_block_are_redacted_at_exit_by_the_manifests_own_policy(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with relaxrepro.recorded(output_dir=tmp_path, env=_carol_env(tmp_path)) as m:
+        m["training"]["checkpoint_dir"] = _CAROL + "/ckpt"
+    doc = load(Path(m.path))
+    assert doc["outcome"]["status"] == "ok"
+    assert doc["training"]["checkpoint_dir"] == "<HOME>/ckpt"
+    assert _CAROL not in json.dumps(doc)

@@ -90,9 +90,9 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
         entry = match_repo(name, path, found, home)
         if entry is None and os.path.isdir(path) and git_probes:
             # Not reached by the main collection (another repo held the cwd): the same git probe, aimed here.
-            sub = Context(env=env, cwd=path, argv=argv, options={"repos": {name: path}})
+            sub = Context(env=env, cwd=path, argv=argv, options={"repos": {name: path}}, redactor=ctx.redactor)
             sections, _ = runner.run_probes(git_probes, sub)
-            redacted = redact_document(sections, sub.redactor)
+            redacted = redact_document(sections, ctx.redactor)  # the one policy of this collection
             entry = match_repo(name, path, section(redacted, "code"), home)
         if entry is not None:
             mapped[name] = entry

@@ -5,10 +5,9 @@ from inside the trainer (``update_manifest(per_node=True)``). The format and the
 
 from __future__ import annotations
 
-import os
 import time
 
-from ..manifest.model import RUN_ID_ENV
+from ..manifest.model import RUN_ID_ENV, Manifest
 from ..manifest.nodes import FRAGMENT_VERSION, check_fragment, merge_fragments, node_name
 from .context import DEADLINE, Context
 
@@ -34,10 +33,12 @@ def run_id_from_env(env: Dict[str, str]) -> Optional[str]:
     return None
 
 
-def collect_fragment(ctx: Context) -> Dict[str, Any]:
-    """Run the node-level probes and return this node's redacted fragment.
+def collect_fragment(ctx: Context) -> Manifest:
+    """Run the node-level probes and return this node's fragment, redacted once with ``ctx.redactor``.
 
-    ``ctx.options``: ``run_id`` (required to merge later), ``ray_node_id``, ``role``, ``source``.
+    Like :func:`relaxrepro.collect.assemble.build`, the result's ``redacted_by`` names that policy, so
+    ``generate --node-report`` writes it without a second pass. ``ctx.options``: ``run_id`` (required
+    to merge later), ``ray_node_id``, ``role``, ``source``.
     """
     from .._version import __version__
     from ..manifest.redact import machine_hostname, redact_document
@@ -77,7 +78,10 @@ def collect_fragment(ctx: Context) -> Dict[str, Any]:
     }
     if sections.get("container"):
         doc["container"] = sections["container"]
-    return redact_document(doc, ctx.redactor)
+    red = ctx.redactor
+    frag = Manifest(redact_document(doc, red))
+    frag.redacted_by = red
+    return frag
 
 
 
@@ -87,7 +91,7 @@ def _ray_task(run_id: str, node_id: str, role: str, deadline_s: float) -> Dict[s
     """Body of the per-node Ray task: collect in the worker's own environment."""
     ctx = Context(deadline_s=min(DEADLINE, max(deadline_s, 0.5)),
                   options={"run_id": run_id, "ray_node_id": node_id, "role": role, "source": "ray"})
-    return collect_fragment(ctx)
+    return dict(collect_fragment(ctx))  # a plain dict over the wire: the node's policy stays on the node
 
 
 def _alive_nodes(ray: Any) -> List[Dict[str, Any]]:
@@ -169,8 +173,7 @@ def update_per_node(m: Dict[str, Any], deadline_s: Optional[float] = None) -> Di
     """``update_manifest(per_node=True)``: collect over the trainer's Ray and merge; ``m`` when no Ray."""
     import sys
 
-    from ..manifest.model import Manifest
-    from ..manifest.redact import Redactor, redact_document
+    from ..manifest.redact import policy_of, redact_document
 
     ray = sys.modules.get("ray")
     if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
@@ -178,6 +181,8 @@ def update_per_node(m: Dict[str, Any], deadline_s: Optional[float] = None) -> Di
     run_id = str(m.get("run_id") or "")
     fragments = collect_over_ray(ray, PER_NODE_DEADLINE if deadline_s is None else deadline_s, run_id)
     merged = merge_fragments(m, fragments)
-    out = Manifest(redact_document(merged, Redactor.for_environment(os.environ)))
+    red = policy_of(m)  # each fragment was redacted on its node; the whole, with the run's policy
+    out = Manifest(redact_document(merged, red))
     out.path = getattr(m, "path", None)
+    out.redacted_by = red
     return out

@@ -85,6 +85,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     unfound = session.unfound_parent(doc)
     if unfound:
         sys.stderr.write("relaxrepro: warning: %s\n" % unfound)
+    # assemble.build redacted it with this very policy (its redacted_by): the writer does not again.
     result = session.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)
@@ -126,9 +127,9 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
         options["python"] = args.python  # the training interpreter whose packages this node has
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options,
                   redactor=redactor)
-    frag = node.collect_fragment(ctx)
+    frag = node.collect_fragment(ctx)  # redacted once, with this policy (its redacted_by)
     path = args.output or os.path.join(output_dir(args.output_dir, env), fragment_filename(frag))
-    result = session.write(frag, path=path, env=env, redactor=redactor)
+    result = session.write(frag, path=path, env=env, redactor=redactor)  # so not redacted again
     for w in result.warnings:
         sys.stderr.write("relaxrepro: warning: %s\n" % w)
     if args.print_doc:

@@ -749,6 +749,16 @@ def compile_patterns(patterns: Iterable[str]) -> List[Pattern[str]]:
     return out
 
 
+def policy_of(doc: Any, env: Optional[Mapping[str, str]] = None) -> Redactor:
+    """The policy ``doc`` was collected with (a ``Manifest``'s ``redacted_by``: ``--keep-paths``,
+    ``--redact-pattern`` and the collecting environment's $HOME), else the default of ``env``
+    (``os.environ`` when None). A later write of a changed document redacts it again with this."""
+    red = getattr(doc, "redacted_by", None)
+    if isinstance(red, Redactor):
+        return red
+    return Redactor.for_environment(os.environ if env is None else env)
+
+
 def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
     before = dict(redactor.counts)

@@ -419,17 +419,18 @@ def write(
 
     A :class:`~relaxrepro.manifest.model.Manifest` that collection redacted with the run's policy and that
     is written with that same policy (its ``redacted_by`` is ``redactor``) is not redacted again; any
-    other document is, with ``redactor`` or else this machine's default policy: nothing reaches the
-    disk unredacted. With ``directory`` the file is ``manifest_<run-id>.json`` there, and a clash with an
+    other document is, with ``redactor``, else the policy it was collected with (a manifest the trainer
+    changed after collection: the API's), else this machine's default: nothing reaches the disk
+    unredacted. With ``directory`` the file is ``manifest_<run-id>.json`` there, and a clash with an
     existing file takes a new run id (``result.run_id``). With ``path`` an existing file is refused.
     """
     result = WriteResult()
     _ignore_sigxfsz()
     private = dict(getattr(doc, "private_sidecars", None) or {})
     if redactor is None or getattr(doc, "redacted_by", None) is not redactor:
-        from .redact import Redactor, redact_document
+        from .redact import policy_of, redact_document
 
-        red = redactor or Redactor.for_environment(env if env is not None else os.environ)
+        red = redactor or policy_of(doc, env)
         try:
             doc = redact_document(doc, red)
         except Exception as exc:  # pragma: no cover - redaction is pure; this guards the promise anyway

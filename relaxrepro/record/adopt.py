@@ -155,6 +155,6 @@ def write(outer: Outer, inner: Mapping[str, Any], *, first: bool) -> Tuple[Optio
 
 def _replace(path: str, run_id: str, doc: Dict[str, Any], inner: Mapping[str, Any]) -> None:
     private = dict(getattr(inner, "private_sidecars", None) or {})
-    merged = redact.redact_document(fold(doc, inner), redact.Redactor.for_environment(os.environ))
+    merged = redact.redact_document(fold(doc, inner), redact.policy_of(inner))
     writer.rewrite(path, merged, [("manifest_%s.%s.private.patch" % (run_id, writer.safe_name(name)), body, 0o600)
                                   for name, body in sorted(private.items())])

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import time
 
 from ..manifest import reader, writer
@@ -69,7 +68,8 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
     """Add ``outcome`` to the manifest at ``path``; return a warning line, or None when done.
 
     ``doc``: the in-memory manifest to write instead of the file's content (the API's, which
-    ``update_manifest`` may have completed after the first write); it is redacted again here.
+    ``update_manifest`` may have completed after the first write); it is redacted again here, with the
+    policy it was collected with.
     Refuses (with a warning) when the file is no longer the manifest of ``run_id``: a file put there
     by someone else is never rewritten. Never raises.
     """
@@ -82,7 +82,7 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
         if doc is not None and doc.get("run_id") == on_disk.get("run_id"):
             from ..manifest import redact
 
-            doc = redact.redact_document(dict(doc), redact.Redactor.for_environment(os.environ))
+            doc = redact.redact_document(dict(doc), redact.policy_of(doc))
         else:
             doc = on_disk
         previous = doc.get("outcome")

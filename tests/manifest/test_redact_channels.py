@@ -1,4 +1,5 @@
-"""Redaction through the real CLI: user flags, and detect-secrets as an independent second opinion."""
+"""Redaction through the real CLI: user flags reach every channel (argv and patches alike) in one pass, and
+detect-secrets as an independent second opinion."""
 
 from __future__ import annotations
 
@@ -147,3 +148,97 @@ def test_printed_manifest_is_redacted_too(tmp_path: Path) -> None:
                   cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert PW not in res.stdout and '"***"' in res.stdout
+
+
+# -- one policy per run: every channel, one pass ------------------------------------------------------
+
+HOME = "/home/alice"  # need not exist: $HOME is what makes it the home of this run
+DATA = HOME + "/proj/data"
+
+
+def _repo_with_change(tmp_path: Path, line: str) -> Path:
+    """A repo whose uncommitted change adds ``line`` to train.py (so the patch carries it)."""
+    repo = make_repo(tmp_path / "repo", {"train.py": "x = 1\n"})
+    with open(repo / "train.py", "a") as fh:
+        fh.write(line + "\n")
+    return repo
+
+
+def _patch_text(doc: dict) -> str:
+    return doc["code"]["repo"]["patch"]["text"]
+
+
+def test_keep_paths_reaches_the_patch_as_it_reaches_argv(tmp_path: Path) -> None:
+    # The bug: argv kept /home/alice/proj/data while the patch adding that very path showed <HOME>/proj/data.
+    repo = _repo_with_change(tmp_path, 'DATA = "%s"' % DATA)
+    env = clean_env(HOME=HOME, RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
+    command = ["python", "train.py", "--data", DATA]
+    kept = generate(tmp_path, "--keep-paths", env=env, cwd=repo, command=command)
+    assert kept["command"]["argv"] == command
+    assert '\n+DATA = "%s"\n' % DATA in _patch_text(kept)
+    assert not kept["code"]["repo"]["patch"].get("redacted_lines")
+    hidden = generate(tmp_path, env=env, cwd=repo, command=command)
+    assert hidden["command"]["argv"] == ["python", "train.py", "--data", "<HOME>/proj/data"]
+    assert '\n+DATA = "<HOME>/proj/data"\n' in _patch_text(hidden)
+    assert DATA not in json.dumps(hidden)
+
+
+def test_redact_pattern_reaches_the_patch_as_it_reaches_argv(tmp_path: Path) -> None:
+    repo = _repo_with_change(tmp_path, 'BUCKET = "s3://data/proj-1234/x"')
+    doc = generate(tmp_path, "--redact-pattern", "proj-[0-9]+", cwd=repo,
+                   command=["python", "train.py", "--tag", "proj-1234"])
+    assert doc["command"]["argv"] == ["python", "train.py", "--tag", "<redacted>"]
+    assert '\n+BUCKET = "s3://data/<redacted>/x"\n' in _patch_text(doc)
+    assert doc["code"]["repo"]["patch"]["redacted_lines"]
+    assert "proj-1234" not in json.dumps(doc)
+    assert doc["collection"]["redactions"]["user-pattern"] >= 3  # argv, resolved_args and the patch line
+
+
+def _whole_document_passes(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Count every redaction pass over a whole document (a manifest or a node fragment), whoever runs it:
+    each goes through ``Redactor.value`` with the top-level dict, however ``redact_document`` was imported."""
+    passes = []
+    original = Redactor.value
+
+    def counting(self: Redactor, obj: object, key: object = None) -> object:
+        if isinstance(obj, dict) and "run_id" in obj and "collection" in obj:
+            passes.append(self)
+        return original(self, obj, key)
+
+    monkeypatch.setattr(Redactor, "value", counting)
+    return passes
+
+
+def _in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cwd: Path) -> None:
+    monkeypatch.chdir(cwd)
+    for var in ("RANK", "SLURM_PROCID", "RELAXREPRO_RUN_ID", "RELAXREPRO_OUTPUT_DIR", "RELAXREPRO_MANIFEST"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", HOME)
+    monkeypatch.setenv("RELAXREPRO_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_generate_redacts_the_document_exactly_once_with_the_runs_policy(tmp_path: Path, monkeypatch, capsys) -> None:
+    from relaxrepro import cli
+
+    repo = _repo_with_change(tmp_path, 'DATA = "%s"' % DATA)
+    _in_process(monkeypatch, tmp_path, repo)
+    passes = _whole_document_passes(monkeypatch)
+    out = tmp_path / "m.json"
+    assert cli.main(["generate", "--keep-paths", "--output", str(out), "--", "python", "train.py", "--data", DATA]) == 0
+    assert len(passes) == 1  # collection redacts; the writer trusts it, as the policy is the same object
+    assert passes[0].keep_paths
+    doc = json.loads(out.read_text())
+    assert doc["command"]["argv"][-1] == DATA and '+DATA = "%s"' % DATA in _patch_text(doc)
+
+
+def test_generate_node_report_redacts_the_fragment_exactly_once(tmp_path: Path, monkeypatch, capsys) -> None:
+    from relaxrepro import cli
+
+    _in_process(monkeypatch, tmp_path, tmp_path)
+    passes = _whole_document_passes(monkeypatch)
+    out = tmp_path / "node_x.json"
+    assert cli.main(["generate", "--node-report", "--run-id", "run-1", "--keep-paths", "--redact-pattern", "acme",
+                     "--output", str(out)]) == 0
+    assert len(passes) == 1
+    assert passes[0].keep_paths and [p.pattern for p in passes[0].extra] == ["acme"]
+    assert json.loads(out.read_text())["run_id"] == "run-1"

@@ -335,3 +335,16 @@ def test_fold_keeps_runs_command_and_collection_and_the_trainers_process_view():
     assert doc["seeds"] == {"seed": 7}
     assert doc["collection"] == {"probes": {"git": {"status": "ok"}}, "tool": {"name": "relaxrepro"},
                                  "api": {"probes": {"ray_live": {"status": "ok"}}, "seconds": 0.2}}
+
+
+def test_the_fold_is_redacted_with_the_policy_the_trainers_manifest_was_collected_with(tmp_path):
+    from relaxrepro.manifest.model import Manifest
+    from relaxrepro.manifest.redact import Redactor
+
+    outer = make_doc("r1")
+    path = put(tmp_path, outer)
+    # A home outside /home/<user>, changed by the trainer after collection: only its own policy knows it.
+    inner = Manifest(make_doc("r1", training={"checkpoint_dir": "/data/users/carol/ckpt"}))
+    inner.redacted_by = Redactor(home="/data/users/carol")
+    assert adopt.write(adopt.Outer(str(path), "r1", outer), inner, first=True) == (str(path), None)
+    assert load(path)["training"]["checkpoint_dir"] == "<HOME>/ckpt"

@@ -628,6 +628,7 @@ def collect(ctx: Context) -> Outcome:
         return Outcome(status="absent", warnings=problems + notes)
 
     redactor = ctx.redactor  # the run's policy: --keep-paths and --redact-pattern reach the patches too
+    before = dict(getattr(redactor, "counts", {}))  # shared with the rest of the run: count only ours
     private: Optional[Dict[str, bytes]] = ctx.memo("private_sidecars", dict) if ctx.options.get(
         "private_patch") else None
     code: Dict[str, Any] = {}
@@ -648,7 +649,7 @@ def collect(ctx: Context) -> Outcome:
     _collect_all(ctx, inner, deadline, redactor, private, code, problems)
 
     out = Outcome(data={"code": code}, warnings=problems + notes)
-    counts = {k: v for k, v in getattr(redactor, "counts", {}).items() if v}
+    counts = {k: v - before.get(k, 0) for k, v in getattr(redactor, "counts", {}).items() if v - before.get(k, 0)}
     if counts:  # patches were redacted here, before the document pass: count them with the rest
         out.data["collection"] = {"redactions": counts}
     if all(not r.get("commit") and r.get("absent_reason") for r in code.values()):
