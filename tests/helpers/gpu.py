@@ -1,4 +1,4 @@
-"""Helpers for the GPU tests: fixture discovery, capture-file sections, fake nvidia-smi."""
+"""Helpers for the GPU tests: fixture discovery, capture-file sections, fake nvidia-smi, captured answers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import shlex
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
+from relaxrepro.collect.probes import nvidia
+from relaxrepro.std.proc import ProcResult
 from tests.helpers.common import FIXTURES, fake_tool
 
 NVIDIA = FIXTURES / "nvidia"
@@ -78,3 +80,38 @@ def fake_smi(bindir: Path, answers: Dict[str, Answer], name: str = "nvidia-smi",
     lines.append("  *) exit 2 ;;")
     lines.append("esac")
     return fake_tool(bindir, name, "\n".join(lines) + "\n")
+
+
+Text = Union[Path, str]
+SMI_PATH = "/usr/bin/nvidia-smi"
+
+
+def _text(source: Text) -> str:
+    return read(source) if isinstance(source, Path) else source
+
+
+def answer(name: str, stdout: Text = "", *, rc: Optional[int] = 0, stderr: Text = "",
+           timed_out: bool = False) -> ProcResult:
+    """One nvidia-smi answer as the collector captures it: the call ``name`` (``nvidia.smi_calls``)
+    printed ``stdout`` (a fixture or text) and exited ``rc``; a timed-out call has no exit code."""
+    if timed_out:
+        rc = None
+    return ProcResult(argv=nvidia.smi_calls(SMI_PATH)[name], rc=rc, stdout=_text(stdout), stderr=_text(stderr),
+                      timed_out=timed_out)
+
+
+def silent(name: str) -> ProcResult:
+    """A call that printed nothing and exited 1 (what a call no case names answers)."""
+    return answer(name, rc=1)
+
+
+def captured(*, smi: Optional[str] = SMI_PATH, proc: Optional[Text] = None, proc_gpus: Optional[List[str]] = None,
+             visible: Optional[str] = None, first_round_s: float = 3.0, **answers: ProcResult) -> nvidia.Captured:
+    """What the collector hands ``nvidia.choose``: ``answers`` by call name, the first-round calls not
+    named answering :func:`silent`ly (the collector always makes those four), then the follow-ups."""
+    got: Dict[str, ProcResult] = {}
+    if smi is not None:
+        got = {name: answers.pop(name, None) or silent(name) for name in nvidia.FIRST_ROUND}
+        got.update(answers)
+    return nvidia.Captured(smi=smi, answers=got, proc_version=None if proc is None else _text(proc),
+                           proc_gpus=proc_gpus, visible_devices=visible, first_round_s=first_round_s)

@@ -1,7 +1,8 @@
 """Code state of every repository that shaped the run: commit, branch, dirty state, the exact patch.
 
-Discovery is :mod:`relaxrepro.repos`; reading ``.git`` without git is :mod:`relaxrepro.gitfs`. Here:
-pure parsers of git's machine output (``parse_*``), the patch builder, and a thin collector that runs
+Discovery is :mod:`..repos`; reading ``.git`` without git is :mod:`..gitfs`. Here: pure parsers of
+git's machine output (``parse_*``), the pure choice between git's answers and the ``.git`` files
+(:func:`choose_state`, :func:`submodule_records`), the patch builder, and a thin collector that runs
 a few git calls per repository, all repositories in parallel, under the probe's budget.
 
 Every git call passes ``safe.directory=*`` (repos owned by another uid inside Apptainer/Docker fail
@@ -363,6 +364,101 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     return rec, original
 
 
+# -- git's answers or the .git files ------------------------------------------------------------
+
+def _ok(res: Any) -> bool:
+    return res is not None and not isinstance(res, Exception) and res.ok
+
+
+def _failure(res: Any, what: str) -> str:
+    if res is None:
+        return "%s did not finish in time" % what
+    if isinstance(res, Exception):
+        return "%s crashed: %s" % (what, res)
+    desc = res.describe().split(": ", 1)[-1]
+    return "%s: %s" % (what, desc)
+
+
+def choose_state(head: gitfs.Head, *, git_found: bool, bare: bool, status: Any = None,
+                 describe: Any = None) -> Tuple[Dict[str, Any], List[str], Optional[Dict[str, Any]]]:
+    """Commit, branch and dirty state of one repository: git's answers where git gave them, else
+    what ``.git`` says (``head``, from :func:`gitfs.read_head`).
+
+    ``status`` and ``describe`` are the captured ``git status --porcelain=v2`` and ``git describe``
+    calls: a ProcResult, None when the call did not finish in time (or was not made: git missing,
+    or ``status`` of a bare repository), the exception when running it crashed. git that is missing,
+    fails, hangs, prints no porcelain or refuses the repository (a foreign owner's: "detected dubious
+    ownership") leaves commit and branch to the files and the dirty state unknown, with the reason.
+    Returns (record fields, problems for the warnings, the parsed status when git's view was taken).
+    """
+    fields: Dict[str, Any] = {"commit": head.commit}
+    if head.detached:
+        fields["detached"] = True
+    elif head.branch:
+        fields["branch"] = head.branch
+    if head.unborn:
+        fields["unborn"] = True
+    problems = [head.reason] if head.reason else []
+    if not git_found:
+        fields.update(dirty=None, dirty_unknown_reason="git not found on PATH: commit and branch read from .git files")
+        problems.append("git not found on PATH: dirty state unknown")
+        return fields, problems, None
+    if bare:
+        fields.update(dirty=None, dirty_unknown_reason="bare repository: no working tree")
+        if _ok(describe):
+            fields["describe"] = parse_describe(describe.stdout.decode("utf-8", "replace"), fields["commit"])
+        return fields, problems, None
+
+    st = parse_status_v2(status.stdout) if _ok(status) else None
+    if _ok(describe):
+        fields["describe"] = parse_describe(describe.stdout.decode("utf-8", "replace"),
+                                            (st or {}).get("commit") or fields["commit"])
+    if st is None or not st["valid"]:
+        why = _failure(status, "git status") if st is None else "git status printed no porcelain v2 output"
+        fields.update(dirty=None, dirty_unknown_reason=why)
+        problems.append(why)
+        return fields, problems, None
+
+    # git's view wins over the file read when both exist (e.g. reftable repos).
+    if st["commit"]:
+        fields["commit"] = st["commit"]
+    if st["branch"] and not st["detached"]:
+        fields["branch"] = st["branch"]
+        fields.pop("detached", None)
+    elif st["detached"]:
+        fields["detached"] = True
+        fields.pop("branch", None)
+    if st["upstream"]:
+        fields["upstream"] = {"name": st["upstream"], "ahead": st["ahead"], "behind": st["behind"]}
+    fields["dirty"] = is_dirty(st["changed"])
+    return fields, problems, st
+
+
+def submodule_records(modules: List[Tuple[str, str]], checked_out: Dict[str, Optional[gitfs.Head]],
+                      recorded: Dict[bytes, str], changed: Optional[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """One entry per ``.gitmodules`` submodule: the commit the superproject records (``git ls-tree``),
+    the one checked out (its ``.git`` files: ``checked_out`` maps each path to its HEAD, None when it
+    is not initialized), and its dirty state from the superproject's status (``changed``; None: unknown).
+    """
+    flags = {c["path"]: submodule_flags(c["sub"]) for c in (changed or []) if submodule_flags(c["sub"])}
+    subs = []
+    for _name, path in modules:
+        key = path.encode("utf-8", "surrogateescape")
+        head = checked_out.get(path)
+        f = flags.get(key, {})
+        entry: Dict[str, Any] = {
+            "path": path,
+            "recorded_sha": recorded.get(key),
+            "checked_out_sha": head.commit if head is not None else None,
+            "initialized": head is not None,
+            "dirty": (bool(f.get("modified")) if changed is not None else None) if head is not None else None,
+        }
+        if f.get("untracked"):
+            entry["untracked"] = True
+        subs.append(entry)
+    return subs
+
+
 # -- collecting one repository -------------------------------------------------------------------
 
 class _Git:
@@ -397,15 +493,6 @@ def parallel(tasks: List[Callable[[], Any]], deadline: float, clock: Callable[[]
     return results
 
 
-def _failure(res: Any, what: str) -> str:
-    if res is None:
-        return "%s did not finish in time" % what
-    if isinstance(res, Exception):
-        return "%s crashed: %s" % (what, res)
-    desc = res.describe().split(": ", 1)[-1]
-    return "%s: %s" % (what, desc)
-
-
 def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: Any,
                  private: Optional[Dict[str, bytes]] = None) -> Tuple[Dict[str, Any], List[str]]:
     """Everything about one repository; never raises. Returns (record, warnings)."""
@@ -430,69 +517,34 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
         "bare": gd.bare,
         "remotes": {n: strip_credentials(u) for n, u in sorted(gitfs.remotes(config).items())},
     })
-    if head.detached:
-        rec["detached"] = True
-    elif head.branch:
-        rec["branch"] = head.branch
-    if head.unborn:
-        rec["unborn"] = True
-    if head.reason:
-        warnings.append("%s: %s" % (found.name, head.reason))
     modules = []
     if not gd.bare:
         gm = _read_bytes(os.path.join(found.top, ".gitmodules"), 1 << 20)
         modules = gitfs.parse_gitmodules(gm.decode("utf-8", "replace")) if gm else []
 
-    if ctx.which("git") is None:
-        rec["dirty"] = None
-        rec["dirty_unknown_reason"] = "git not found on PATH: commit and branch read from .git files"
-        warnings.append("%s: git not found on PATH: dirty state unknown" % found.name)
-        _add_submodules(rec, found.top, modules, {}, None)
-        return _prune(rec), warnings
-    if gd.bare:
-        rec["dirty"] = None
-        rec["dirty_unknown_reason"] = "bare repository: no working tree"
-        describe = _Git(ctx, found.top, deadline)("describe", "--tags", "--always", "--long", "--abbrev=12")
-        if describe.ok:
-            rec["describe"] = parse_describe(describe.stdout.decode("utf-8", "replace"), rec["commit"])
-        return _prune(rec), warnings
-
+    git_found = ctx.which("git") is not None
     run = _Git(ctx, found.top, deadline)
-    base = "HEAD" if head.commit or not head.unborn else gitfs.EMPTY_TREE[gitfs.object_format(config)]
-    tasks: List[Callable[[], Any]] = [
-        lambda: run("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames",
-                    "--ignore-submodules=none"),
-        lambda: run("describe", "--tags", "--always", "--long", "--abbrev=12"),
-    ]
-    if modules:
-        tasks.append(lambda: run("ls-tree", "-z", "HEAD", "--", *[p for _, p in modules]))
-    results = parallel(tasks, deadline, ctx.clock)
-    status_res, describe_res = results[:2]
-
-    st = parse_status_v2(status_res.stdout) if _ok(status_res) else None
-    if _ok(describe_res):
-        rec["describe"] = parse_describe(describe_res.stdout.decode("utf-8", "replace"),
-                                         (st or {}).get("commit") or rec["commit"])
-    if st is None or not st["valid"]:
-        why = _failure(status_res, "git status") if st is None else "git status printed no porcelain v2 output"
-        rec["dirty"] = None
-        rec["dirty_unknown_reason"] = why
-        warnings.append("%s: %s" % (found.name, why))
+    results: List[Any] = [None, None]
+    if git_found and gd.bare:
+        results[1] = run("describe", "--tags", "--always", "--long", "--abbrev=12")
+    elif git_found:
+        base = "HEAD" if head.commit or not head.unborn else gitfs.EMPTY_TREE[gitfs.object_format(config)]
+        tasks: List[Callable[[], Any]] = [
+            lambda: run("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames",
+                        "--ignore-submodules=none"),
+            lambda: run("describe", "--tags", "--always", "--long", "--abbrev=12"),
+        ]
+        if modules:
+            tasks.append(lambda: run("ls-tree", "-z", "HEAD", "--", *[p for _, p in modules]))
+        results = parallel(tasks, deadline, ctx.clock)
+    fields, problems, st = choose_state(head, git_found=git_found, bare=gd.bare, status=results[0],
+                                        describe=results[1])
+    rec.update(fields)
+    warnings.extend("%s: %s" % (found.name, p) for p in problems)
+    if st is None:
         _add_submodules(rec, found.top, modules, {}, None)
         return _prune(rec), warnings
 
-    # git's view wins over the file read when both exist (e.g. reftable repos).
-    if st["commit"]:
-        rec["commit"] = st["commit"]
-    if st["branch"] and not st["detached"]:
-        rec["branch"] = st["branch"]
-        rec.pop("detached", None)
-    elif st["detached"]:
-        rec["detached"] = True
-        rec.pop("branch", None)
-    if st["upstream"]:
-        rec["upstream"] = {"name": st["upstream"], "ahead": st["ahead"], "behind": st["behind"]}
-    rec["dirty"] = is_dirty(st["changed"])
     untracked = st["untracked"]
     rec["untracked"] = {
         "count": len(untracked),
@@ -556,10 +608,6 @@ def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline:
     return body, None
 
 
-def _ok(res: Any) -> bool:
-    return res is not None and not isinstance(res, Exception) and res.ok
-
-
 def _prune(rec: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in rec.items() if v is not None or k in ("commit", "dirty")}
 
@@ -581,26 +629,14 @@ def _read_bytes(path: str, limit: int) -> Optional[bytes]:
 
 def _add_submodules(rec: Dict[str, Any], top: str, modules: List[Tuple[str, str]], recorded: Dict[bytes, str],
                     changed: Optional[List[Dict[str, Any]]]) -> None:
+    """Read each submodule's HEAD from its ``.git`` files and record them all (:func:`submodule_records`)."""
     if not modules:
         return
-    flags = {c["path"]: submodule_flags(c["sub"]) for c in (changed or []) if submodule_flags(c["sub"])}
-    subs = []
+    checked_out: Dict[str, Optional[gitfs.Head]] = {}
     for _name, path in modules:
-        key = path.encode("utf-8", "surrogateescape")
         sub_gd = gitfs.locate(os.path.join(top, path))
-        checked_out = gitfs.read_head(sub_gd).commit if sub_gd else None
-        f = flags.get(key, {})
-        entry: Dict[str, Any] = {
-            "path": path,
-            "recorded_sha": recorded.get(key),
-            "checked_out_sha": checked_out,
-            "initialized": sub_gd is not None,
-            "dirty": (bool(f.get("modified")) if changed is not None else None) if sub_gd else None,
-        }
-        if f.get("untracked"):
-            entry["untracked"] = True
-        subs.append(entry)
-    rec["submodules"] = subs
+        checked_out[path] = gitfs.read_head(sub_gd) if sub_gd else None
+    rec["submodules"] = submodule_records(modules, checked_out, recorded, changed)
 
 
 # -- the probe ------------------------------------------------------------------------------------
@@ -648,17 +684,22 @@ def collect(ctx: Context) -> Outcome:
                 inner.append(repos.Found(top=top, name=sub["repo"], found_by=["submodule"]))
     _collect_all(ctx, inner, deadline, redactor, private, code, problems)
 
-    out = Outcome(data={"code": code}, warnings=problems + notes)
+    out = Outcome(data={"code": code}, status=probe_status(code, problems), warnings=problems + notes)
     counts = {k: v - before.get(k, 0) for k, v in getattr(redactor, "counts", {}).items() if v - before.get(k, 0)}
     if counts:  # patches were redacted here, before the document pass: count them with the rest
         out.data["collection"] = {"redactions": counts}
-    if all(not r.get("commit") and r.get("absent_reason") for r in code.values()):
-        out.status = "absent"
-    elif any("timed out" in w or "did not finish" in w for w in problems):
-        out.status = "timeout"  # a hung git is not a missing repo: --strict must see it
-    elif problems or any(r.get("dirty") is None for r in code.values()):
-        out.status = "partial"
     return out
+
+
+def probe_status(code: Dict[str, Any], problems: List[str]) -> str:
+    """The probe's status from its repository records and problems (notes for the reader aside)."""
+    if all(not r.get("commit") and r.get("absent_reason") for r in code.values()):
+        return "absent"
+    if any("timed out" in w or "did not finish" in w for w in problems):
+        return "timeout"  # a hung git is not a missing repo: --strict must see it
+    if problems or any(r.get("dirty") is None for r in code.values()):
+        return "partial"
+    return "ok"
 
 
 def _collect_all(ctx: Context, found: List[repos.Found], deadline: float, redactor: Any,
