@@ -43,6 +43,20 @@ def read_or_report(verb: str, path: str, stderr: Any = None) -> Optional[Tuple[D
         return None
 
 
+def read_with_notes(verb: str, path: str) -> Optional[Dict[str, Any]]:
+    """:func:`read_or_report`, with the reader's warnings (a legacy form normalised, a newer minor) said
+    on stderr as ``note:`` lines; the document, or None (exit 2)."""
+    read = read_or_report(verb, path)
+    if read is None:
+        return None
+    from ..std.text import safe_text
+
+    doc, warnings = read
+    for w in warnings:
+        sys.stderr.write("relaxrepro %s: note: %s\n" % (verb, safe_text(w)))
+    return doc
+
+
 def pairs(values: Sequence[str], flag: str) -> Dict[str, str]:
     """``NAME=VALUE`` options as a dict; a value without ``=`` raises :class:`UsageError`."""
     out = {}

@@ -19,7 +19,7 @@ from ..manifest import fields
 from ..manifest.fields import get, scalar, section
 from ..std.records import Record
 from ..std.text import safe_text
-from ._common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_or_report
+from ._common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -338,12 +338,9 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
             env: Optional[Mapping[str, str]] = None) -> int:
     """The subcommand. Dry run: print the script (0). Confirm: the command's exit status, 2 when refused."""
     env = dict(os.environ if env is None else env)
-    read = read_or_report("rerun", path)
-    if read is None:
+    rec = read_with_notes("rerun", path)
+    if rec is None:
         return EXIT_USAGE
-    rec, warnings = read
-    for w in warnings:
-        sys.stderr.write("relaxrepro rerun: note: %s\n" % safe_text(w))
     try:
         p = plan(rec, values, env)
         if dry_run:

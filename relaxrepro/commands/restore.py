@@ -19,7 +19,7 @@ from ..manifest.fields import scalar, section
 from ..std import proc
 from ..std.records import Record
 from ..std.text import safe_text
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, pairs, read_or_report
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, pairs, read_with_notes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -218,12 +218,9 @@ def restore(doc: Mapping[str, Any], manifest_path: str, into: str, *, sources: M
 def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> int:
     """The subcommand: 0 restored, 1 could not restore (nothing left behind), 2 unreadable manifest."""
     env = dict(os.environ if env is None else env)
-    read = read_or_report("restore", path)
-    if read is None:
+    doc = read_with_notes("restore", path)
+    if doc is None:
         return EXIT_USAGE
-    doc, warnings = read
-    for w in warnings:
-        sys.stderr.write("relaxrepro restore: note: %s\n" % safe_text(w))
     try:
         notes = restore(doc, path, into, sources=sources, env=env)
     except RestoreError as exc:
