@@ -101,11 +101,8 @@ def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
             quick = None
     except ReadError as exc:
         # The listing prints the path before the reason, so the reason does not repeat it.
-        if exc.reason == "too_large":
-            raise ManifestError("file is over the %d MB limit for a manifest" % (READ_LIMIT_BYTES // 2**20)) from None
-        if exc.os_error is None:
-            raise ManifestError("not a regular file") from None
-        raise ManifestError("cannot read: %s" % (exc.os_error.strerror or exc.os_error)) from None
+        raise ManifestError(exc.short("file is over the %d MB limit for a manifest" % (READ_LIMIT_BYTES // 2**20))
+                            ) from None
     if quick is not None:
         check_version(quick["schema_version"])
         if not isinstance(quick["run_id"], str):

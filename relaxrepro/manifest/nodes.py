@@ -106,11 +106,7 @@ def load_fragment(path: str, run_id: Optional[str] = None) -> Dict[str, Any]:
     try:
         raw = read_bytes(path, FRAGMENT_LIMIT_BYTES)
     except ReadError as exc:
-        if exc.reason == "too_large":
-            raise FragmentError("over %d MB: not a node fragment" % (FRAGMENT_LIMIT_BYTES // 2**20)) from None
-        if exc.os_error is None:
-            raise FragmentError("not a regular file") from None
-        raise FragmentError("cannot read: %s" % (exc.os_error.strerror or exc.os_error)) from None
+        raise FragmentError(exc.short("over %d MB: not a node fragment" % (FRAGMENT_LIMIT_BYTES // 2**20))) from None
     try:
         doc = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

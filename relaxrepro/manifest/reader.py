@@ -71,6 +71,15 @@ class ReadError(ManifestError):
         self.os_error = os_error
         self.size = size
 
+    def short(self, too_large: str) -> str:
+        """The reason in a listing's or a merge's words, without the path: ``too_large`` when over the limit,
+        else ``not a regular file`` or ``cannot read: <the OS's reason>``."""
+        if self.reason == "too_large":
+            return too_large
+        if self.os_error is None:
+            return "not a regular file"
+        return "cannot read: %s" % (self.os_error.strerror or self.os_error)
+
 
 def read_bytes(path: "os.PathLike[str] | str", limit: int, *, regular_only: bool = False) -> bytes:
     """The bytes of the file at ``path``, at most ``limit`` of them; raises :class:`ReadError`.
