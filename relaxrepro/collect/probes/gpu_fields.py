@@ -8,6 +8,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Optional
 
+# Values nvidia-smi prints for "no value". "[Requested functionality has been deprecated]" is the
+# 595+ form for fields such as Display Mode; "Not Found" is <cuda_version> on driver 430 (K80).
 NO_VALUE = {
     "", "n/a", "na", "none", "not found", "not supported", "unknown", "unknown error",
     "requested functionality has been deprecated", "insufficient permissions", "not available",

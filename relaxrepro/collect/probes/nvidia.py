@@ -57,8 +57,6 @@ _MAIN_SHARE = 0.75
 """Share of the probe budget the concurrent first round (-q -x, CSV, -L, topo) may use; the rest is
 left for the fallbacks, so one hung nvidia-smi does not cost every later source."""
 
-# Values nvidia-smi prints for "no value". "[Requested functionality has been deprecated]" is the
-# 595+ form for fields such as Display Mode; "Not Found" is <cuda_version> on driver 430 (K80).
 # Compiled on first use: on a machine without nvidia-smi most never run (~1 ms off every start).
 _VERSION_RE = LazyPattern(r"\d+(?:\.\d+)+")
 _ANSI_RE = LazyPattern(r"\x1b\[[0-9;?]*[A-Za-z]")
