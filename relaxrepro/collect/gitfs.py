@@ -14,7 +14,7 @@ from ..std.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Dict, List, Optional, Tuple
+    from typing import Dict, Iterable, List, Optional, Tuple
 
 _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _MAX_FILE = 1 << 20
@@ -191,6 +191,36 @@ def read_head(gd: GitDir) -> Head:
     if commit is None:
         return Head(branch=branch, unborn=True)
     return Head(commit=commit, branch=branch)
+
+
+OPERATION_MARKERS: Tuple[str, ...] = ("rebase-merge", "rebase-apply", "rebase-apply/applying", "MERGE_HEAD",
+                                       "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG")
+"""What git leaves in a worktree's git directory while an operation waits for the user (wt-status.c)."""
+
+
+def parse_operation(names: Iterable[str]) -> Optional[str]:
+    """The operation in progress from the :data:`OPERATION_MARKERS` present: ``rebase``, ``am``, ``merge``,
+    ``cherry-pick``, ``revert``, ``bisect`` or None.
+
+    A rebase comes first: its own conflicted pick or merge leaves CHERRY_PICK_HEAD or MERGE_HEAD beside
+    ``rebase-merge/``, and the user has to finish (or abort) the rebase. ``rebase-apply/`` with
+    ``applying`` is ``git am``. A bisect comes last: a merge can be stopped inside one.
+    """
+    found = set(names)
+    if "rebase-apply/applying" in found:
+        return "am"
+    if "rebase-merge" in found or "rebase-apply" in found:
+        return "rebase"
+    for name, op in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert"),
+                     ("BISECT_LOG", "bisect")):
+        if name in found:
+            return op
+    return None
+
+
+def read_operation(gd: GitDir) -> Optional[str]:
+    """:func:`parse_operation` over the markers in ``gd``'s per-worktree git directory (a few stats)."""
+    return parse_operation(n for n in OPERATION_MARKERS if os.path.lexists(os.path.join(gd.gitdir, n)))
 
 
 def is_shallow(gd: GitDir) -> bool:

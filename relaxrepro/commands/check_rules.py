@@ -206,6 +206,9 @@ def _code_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
             items.append(Item(label + " commit", commit[:12], here_commit[:12],
                               PASS if commit == here_commit else FAIL))
         items.append(_changes_item(label, r, h))
+        operation = _operation_item(label, r, h)
+        if operation is not None:
+            items.append(operation)
         untracked = _untracked_item(label, r, h)
         if untracked is not None:
             items.append(untracked)
@@ -268,6 +271,19 @@ def _changes_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> Ite
         # Clean tracked files but a patch: it carries only new untracked files (issue 3 embeds them).
         return Item(item, "clean", "clean + untracked", INFO, "new untracked files only")
     return Item(item, "clean", "clean", PASS)
+
+
+def _operation_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> Optional[Item]:
+    """A merge, rebase, cherry-pick, revert or bisect under way when the run started (or here): the
+    tree then is no commit's, and conflict markers may be in it."""
+    a, b = scalar(r.get("operation")), scalar(h.get("operation"))
+    if a is None and b is None:
+        return None
+    if a is not None:
+        note = "the run started in the middle of a git %s%s" % (a, " (as this repo is here)" if a == b else "")
+    else:
+        note = "this repo is in the middle of a git %s here" % b
+    return Item(label + " operation", cell(a), cell(b), WARN, note)
 
 
 def _dirty_text(dirty: Any, digest: Optional[str]) -> str:

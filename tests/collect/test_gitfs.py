@@ -203,3 +203,22 @@ def test_parse_command(argv, expected):
 ], ids=["editable", "quoted", "not-editable", "archive", "garbage"])
 def test_direct_url(text, expected):
     assert repos.parse_direct_url(text) == expected
+
+
+@pytest.mark.parametrize("names, operation", [
+    ((), None),
+    (("MERGE_HEAD",), "merge"),
+    (("rebase-merge",), "rebase"),
+    (("rebase-apply",), "rebase"),
+    (("rebase-apply", "rebase-apply/applying"), "am"),
+    (("CHERRY_PICK_HEAD",), "cherry-pick"),
+    (("REVERT_HEAD",), "revert"),
+    (("BISECT_LOG",), "bisect"),
+    (("rebase-merge", "CHERRY_PICK_HEAD"), "rebase"),  # a pick stopped inside a rebase: the rebase is to finish
+    (("rebase-merge", "MERGE_HEAD"), "rebase"),        # rebase --rebase-merges stopped on a merge
+    (("BISECT_LOG", "MERGE_HEAD"), "merge"),           # a merge stopped during a bisect
+    (("ORIG_HEAD", "FETCH_HEAD", "sequencer"), None),  # left behind by finished operations
+], ids=["none", "merge", "rebase-merge", "rebase-apply", "am", "cherry-pick", "revert", "bisect",
+        "pick-in-rebase", "merge-in-rebase", "merge-in-bisect", "leftovers"])
+def test_operation_in_progress(names, operation):
+    assert gitfs.parse_operation(names) == operation

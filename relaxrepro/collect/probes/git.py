@@ -519,6 +519,8 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     })
     modules = []
     if not gd.bare:
+        # A run started mid-merge or mid-rebase ran a tree no commit describes, conflict markers and all.
+        rec["operation"] = gitfs.read_operation(gd)
         gm = _read_bytes(os.path.join(found.top, ".gitmodules"), 1 << 20)
         modules = gitfs.parse_gitmodules(gm.decode("utf-8", "replace")) if gm else []
 
