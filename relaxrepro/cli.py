@@ -248,6 +248,9 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
     res.add_argument("--into", required=True, metavar="DIR", help="new or empty directory")
     res.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
                      help="clone repo NAME from PATH instead of its recorded path (repeatable)")
+    res.add_argument("--allow-incomplete", action="store_true",
+                     help="restore a repo whose patch was not recorded in full (git diff timed out or was too "
+                     "big): its commit plus what was recorded, without the missing changes")
 
 
 # In the order `relaxrepro --help` lists them.

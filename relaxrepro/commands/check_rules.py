@@ -233,10 +233,16 @@ def _untracked_files(repo: Mapping[str, Any]) -> List[str]:
 def _changes_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> Item:
     """Uncommitted changes, judged by the patch digest: a second edit to a dirty file changes it."""
     rp, hp = r.get("patch"), h.get("patch")
-    rdig = scalar(rp.get("sha256")) if isinstance(rp, dict) else None
-    hdig = scalar(hp.get("sha256")) if isinstance(hp, dict) else None
+    rdig, hdig = fields.patch_digest(rp), fields.patch_digest(hp)
     rdirty, hdirty = r.get("dirty"), h.get("dirty")
     item = label + " changes"
+    rwhy, hwhy = fields.patch_incomplete(rp), fields.patch_incomplete(hp)
+    if rwhy:  # an empty diff after a timeout must not match another one
+        return Item(item, "patch incomplete", "patch incomplete" if hwhy else _dirty_text(hdirty, hdig), WARN,
+                    "uncommitted changes not fully recorded (%s): cannot verify" % rwhy)
+    if rdig is not None and hwhy:
+        return Item(item, "patch " + rdig[:12], "patch incomplete", WARN,
+                    "uncommitted changes here not fully read (%s): cannot compare" % hwhy)
     if rdig is not None:
         if hdig == rdig:
             return Item(item, "patch " + rdig[:12], "patch " + rdig[:12], PASS, "same uncommitted changes")

@@ -264,13 +264,15 @@ def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
         "  exit 1",
         "fi",
     ]
-    digest = scalar(repo.patch.get("sha256"))
-    if digest or repo.dirty is True:
+    digest = fields.patch_digest(repo.patch)
+    incomplete = fields.patch_incomplete(repo.patch)
+    if digest or incomplete or repo.dirty is True:
         files = repo.patch.get("files")
         names = ", ".join(str(f.get("path") if isinstance(f, dict) else f) for f in files) if isinstance(
             files, list) else ""
         lines.append("# The run had uncommitted changes%s%s." % (
-            " (patch sha256 %s)" % _comment(digest) if digest else " (no patch was recorded)",
+            " (patch sha256 %s)" % _comment(digest) if digest else
+            " (the patch is incomplete: %s)" % _comment(incomplete) if incomplete else " (no patch was recorded)",
             ": " + _comment(names) if names else ""))
         sidecar = scalar(repo.patch.get("sidecar"))
         where = None

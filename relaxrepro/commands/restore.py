@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import sys
 
 from ..manifest import fields
@@ -19,7 +20,7 @@ from ..manifest.fields import scalar, section
 from ..std import proc
 from ..std.records import Record
 from ..std.text import safe_text
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, pairs, read_with_notes
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -35,7 +36,15 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 class RestoreError(Exception):
-    """One line saying why a repo cannot be restored."""
+    """One line saying why a repo cannot be restored (exit 1)."""
+
+    code = EXIT_FAIL
+
+
+class Refused(RestoreError):
+    """A restore that would be unsafe or inexact, refused before anything is written there (exit 2)."""
+
+    code = EXIT_REFUSED
 
 
 class Source(Record):
@@ -100,7 +109,7 @@ def patch_bytes(name: str, patch: Mapping[str, Any], manifest_path: str) -> Opti
 
 
 def prepare(doc: Mapping[str, Any], manifest_path: str, sources: Mapping[str, str],
-            env: Mapping[str, str]) -> List[Source]:
+            env: Mapping[str, str], allow_incomplete: bool = False) -> List[Source]:
     """Check everything that can be checked before creating anything."""
     repos = section(doc, "code")
     if not repos:
@@ -126,12 +135,23 @@ def prepare(doc: Mapping[str, Any], manifest_path: str, sources: Mapping[str, st
         patch = r.get("patch") if isinstance(r.get("patch"), dict) else None
         body = None
         notes: List[str] = []
+        why = fields.patch_incomplete(patch)
+        if why and not allow_incomplete:
+            raise Refused("repo %s: the recorded patch is incomplete (%s): the exact tree cannot be rebuilt; "
+                          "--allow-incomplete restores the commit with the part that was recorded"
+                          % (name, safe_text(why)))
+        if why:
+            notes.append("repo %s: the patch is incomplete (%s): the uncommitted changes to tracked files are "
+                         "missing from the restored tree" % (name, safe_text(why)))
         if patch is not None and (scalar(patch.get("sha256")) or "text" in patch or "sidecar" in patch):
             body = patch_bytes(name, patch, manifest_path)
             redacted = patch.get("redacted_lines")
-            if (isinstance(redacted, list) and redacted) or patch.get("restores_exactly") is False:
+            if isinstance(redacted, list) and redacted:
                 notes.append("repo %s: the patch had redacted lines; they hold placeholders, not the original "
                              "text" % name)
+            elif patch.get("restores_exactly") is False and not why:
+                notes.append("repo %s: the patch does not restore the tree exactly: untracked files it only "
+                             "lists (binary, large, or beyond the limits) are missing" % name)
         elif r.get("dirty") is True:
             raise RestoreError("repo %s had uncommitted changes but no patch was recorded: its exact tree "
                                "cannot be rebuilt" % name)
@@ -154,8 +174,33 @@ def prepare(doc: Mapping[str, Any], manifest_path: str, sources: Mapping[str, st
     return out
 
 
-def restore_one(src: Source, dest: str) -> None:
-    """Clone, check out, apply the patch, check out submodules. Raises :class:`RestoreError`."""
+def check_inside(root: str, path: str) -> None:
+    """Refuse unless writing ``path`` stays under ``root`` (a real directory): no component below
+    ``root`` may be a symbolic link. Called just before each write, as an earlier step (a patch that
+    adds ``third -> /elsewhere``, a submodule's own checkout) may have made one."""
+    rel = os.path.relpath(path, root)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        raise Refused("%s is outside %s; refused" % (safe_text(path), safe_text(root)))
+    cur = root
+    for part in rel.split(os.sep):
+        cur = os.path.join(cur, part)
+        try:
+            st = os.lstat(cur)
+        except OSError:
+            return  # absent: git creates it (and what is below it) as a real directory
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                target = os.readlink(cur)
+            except OSError:
+                target = "?"
+            raise Refused("%s is a symbolic link (to %s): writing %s through it would leave %s; refused"
+                          % (safe_text(cur), safe_text(target), safe_text(path), safe_text(root)))
+
+
+def restore_one(src: Source, dest: str, root: str) -> None:
+    """Clone, check out, apply the patch, check out submodules, each write checked to stay in ``root``.
+    Raises :class:`RestoreError`."""
+    check_inside(root, dest)
     res = _git("clone", "--quiet", "--no-checkout", src.source, dest)
     if not res.ok:
         raise RestoreError("repo %s: could not clone %s: %s" % (src.name, src.source, res.describe()))
@@ -176,6 +221,7 @@ def restore_one(src: Source, dest: str) -> None:
         if not os.path.isdir(origin):
             raise RestoreError("repo %s: submodule %s is not checked out in %s" % (src.name, sub["path"],
                                                                                  src.source))
+        check_inside(root, target)
         if os.path.isdir(target) and os.listdir(target):
             raise RestoreError("repo %s: submodule path %s is not empty after checkout" % (src.name, sub["path"]))
         res = _git("clone", "--quiet", "--no-checkout", origin, target)
@@ -188,24 +234,25 @@ def restore_one(src: Source, dest: str) -> None:
 
 
 def restore(doc: Mapping[str, Any], manifest_path: str, into: str, *, sources: Mapping[str, str],
-            env: Mapping[str, str]) -> List[str]:
+            env: Mapping[str, str], allow_incomplete: bool = False) -> List[str]:
     """Restore every repo under ``into``; returns notes. On failure nothing created is left behind."""
     if os.path.exists(into) and not os.path.isdir(into):
         raise RestoreError("%s exists and is not a directory" % into)
     if os.path.isdir(into) and os.listdir(into):
         raise RestoreError("%s is not empty; restore only writes into a new or empty directory" % into)
-    plan = prepare(doc, manifest_path, sources, env)
+    plan = prepare(doc, manifest_path, sources, env, allow_incomplete)
     created_root = not os.path.isdir(into)
     try:
         os.makedirs(into, exist_ok=True)
     except OSError as exc:
         raise RestoreError("cannot create %s: %s" % (into, exc.strerror or exc)) from None
     made: List[str] = []
+    root = os.path.realpath(into)  # where the user pointed us; below it, no link is followed
     try:
         for src in plan:
-            dest = os.path.join(into, src.name)
+            dest = os.path.join(root, src.name)
             made.append(dest)
-            restore_one(src, dest)
+            restore_one(src, dest, root)
     except BaseException:
         for path in made:
             shutil.rmtree(path, ignore_errors=True)
@@ -215,17 +262,19 @@ def restore(doc: Mapping[str, Any], manifest_path: str, into: str, *, sources: M
     return [n for src in plan for n in src.notes]
 
 
-def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> int:
-    """The subcommand: 0 restored, 1 could not restore (nothing left behind), 2 unreadable manifest."""
+def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[Mapping[str, str]] = None,
+            allow_incomplete: bool = False) -> int:
+    """The subcommand: 0 restored, 1 could not restore (nothing left behind), 2 unreadable manifest or
+    refused (a write that would leave ``into``, an incomplete patch without ``--allow-incomplete``)."""
     env = dict(os.environ if env is None else env)
     doc = read_with_notes("restore", path)
     if doc is None:
         return EXIT_USAGE
     try:
-        notes = restore(doc, path, into, sources=sources, env=env)
+        notes = restore(doc, path, into, sources=sources, env=env, allow_incomplete=allow_incomplete)
     except RestoreError as exc:
         sys.stderr.write("relaxrepro restore: %s\n" % safe_text(exc, 2000))
-        return EXIT_FAIL
+        return exc.code
     for n in notes:
         sys.stderr.write("relaxrepro restore: note: %s\n" % safe_text(n))
     for name in sorted(section(doc, "code"), key=str):
@@ -234,4 +283,5 @@ def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[M
 
 
 def run(args: argparse.Namespace) -> int:
-    return run_cli(args.manifest, args.into, sources=pairs(args.sources, "--from"))
+    return run_cli(args.manifest, args.into, sources=pairs(args.sources, "--from"),
+                   allow_incomplete=args.allow_incomplete)

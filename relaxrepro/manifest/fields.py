@@ -173,6 +173,33 @@ def resolve_home(path: Any, home: Optional[str]) -> Optional[str]:
     return path
 
 
+def patch_incomplete(patch: Any) -> Optional[str]:
+    """Why a recorded patch is not the whole change (``timeout: git diff did not finish in time``), or None.
+
+    Such a patch has no comparable digest, even where an older manifest kept one in ``sha256``.
+    """
+    if not isinstance(patch, dict) or patch.get("incomplete") in (None, False, ""):
+        return None
+    why = scalar(patch.get("incomplete")) or "not fully recorded"
+    reason = scalar(patch.get("incomplete_reason"))
+    return "%s: %s" % (reason, why) if reason and not why.startswith(reason) else why
+
+
+def patch_digest(patch: Any) -> Optional[str]:
+    """A recorded patch's comparable digest (``sha256``); None when there is none or it is incomplete."""
+    if not isinstance(patch, dict) or patch_incomplete(patch):
+        return None
+    return scalar(patch.get("sha256"))
+
+
+def expand_home(value: str, home: Optional[str]) -> str:
+    """``value`` with every ``<HOME>`` (redaction's stand-in for a home directory, anywhere in an argument
+    such as ``--data=<HOME>/d``) replaced by ``home``; unchanged without a home."""
+    if not home or "<HOME>" not in value:
+        return value
+    return value.replace("<HOME>", home.rstrip("/") or "/")
+
+
 def python_version(doc: Any) -> Any:
     """The training interpreter's version: ``environment.python.version``, else the legacy flat field."""
     v = get(doc, "environment.python.version", None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from relaxrepro.collect import here
 from relaxrepro.commands import check, check_rules
 from tests.helpers.common import clean_env, git, make_repo, run_cli
+from tests.helpers.git import git_with_slow_diff
 from tests.helpers.read import SHA_B, base_manifest, head, modified, write_json
 
 
@@ -166,6 +168,39 @@ def test_patch_digest_rules():
     assert _repo(None, "3" * 64, rec_dirty=False, here_dirty=False).verdict == check_rules.INFO  # untracked only
 
 
+def test_an_incomplete_patch_has_no_digest_to_compare():
+    rec = base_manifest()
+    rec["code"]["proj"].update(dirty=True, patch={"stored_sha256": "1" * 64, "files": ["a.py"], "incomplete":
+                                                  "git diff did not finish in time", "incomplete_reason": "timeout"})
+    here = copy.deepcopy(rec)
+    item = _one(rec, here, "code proj changes")
+    assert (item.verdict, item.recorded, item.here) == (check_rules.WARN, "patch incomplete", "patch incomplete")
+    assert item.note == ("uncommitted changes not fully recorded (timeout: git diff did not finish in time): "
+                         "cannot verify")
+    # before the marker had a reason, the patch kept the digest of what was read (an empty diff): not comparable
+    old = modified(rec, "code.proj.patch", {"sha256": "1" * 64, "files": ["a.py"],
+                                            "incomplete": "git diff output over the capture limit"})
+    item = _one(old, copy.deepcopy(old), "code proj changes")
+    assert (item.verdict, item.note) == (check_rules.WARN, "uncommitted changes not fully recorded (git diff output "
+                                                           "over the capture limit): cannot verify")
+    item = _one(modified(rec, "code.proj.patch", {"sha256": "2" * 64}), here, "code proj changes")
+    assert (item.verdict, item.here) == (check_rules.WARN, "patch incomplete")
+    assert item.note == ("uncommitted changes here not fully read (timeout: git diff did not finish in time): "
+                         "cannot compare")
+
+
+def test_an_operation_in_progress_is_a_warning():
+    rec = base_manifest()
+    assert "code proj operation" not in _verdicts(rec, copy.deepcopy(rec))
+    mid = modified(rec, "code.proj.operation", "rebase")
+    item = _one(mid, rec, "code proj operation")
+    assert (item.verdict, item.recorded, item.here, item.note) == (
+        check_rules.WARN, "rebase", "-", "the run started in the middle of a git rebase")
+    item = _one(rec, modified(rec, "code.proj.operation", "bisect"), "code proj operation")
+    assert (item.verdict, item.recorded, item.here, item.note) == (
+        check_rules.WARN, "-", "bisect", "this repo is in the middle of a git bisect here")
+
+
 def test_submodules_compared_at_their_checked_out_sha():
     rec = base_manifest()
     rec["code"]["proj"]["submodules"] = [{"path": "third_party/m", "recorded_sha": SHA_B, "checked_out_sha": SHA_B}]
@@ -277,6 +312,40 @@ def test_second_edit_to_an_already_dirty_file_does_not_pass(tmp_path):
     assert items["code repo changes"]["verdict"] == "WARN"
     assert rc == 0
     assert run_cli("check", str(m), "--strict").returncode == 1
+
+
+def test_a_diff_that_timed_out_twice_is_not_the_same_change(tmp_path):
+    """git diff of a huge file times out when the run is recorded and again when it is checked: two
+    empty diffs, which must not read as "same uncommitted changes"."""
+    repo = make_repo(tmp_path / "repo", {"train.py": "print(1)\n"})
+    (repo / "train.py").write_text("print(2)\n")
+    env = clean_env(PATH=git_with_slow_diff(tmp_path / "bin"))
+    m = _generate(tmp_path, repo, env=env)
+    (repo / "train.py").write_text("print(3)\n")
+    rc, items, _ = _check(m, env=env)
+    item = items["code repo changes"]
+    assert (item["verdict"], item["recorded"], item["here"]) == ("WARN", "patch incomplete", "patch incomplete")
+    assert item["note"].startswith("uncommitted changes not fully recorded (timeout: git diff")
+    patch = json.loads(m.read_text())["code"]["repo"]["patch"]
+    assert patch["incomplete_reason"] == "timeout" and "sha256" not in patch
+
+
+def test_a_run_started_mid_merge_is_a_warning(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"train.py": "print(1)\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "train.py").write_text("print(2)\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "train.py").write_text("print(3)\n")
+    git(repo, "commit", "-qam", "main")
+    with pytest.raises(subprocess.CalledProcessError):
+        git(repo, "merge", "side")  # stops on the conflict
+    m = _generate(tmp_path, repo)
+    rc, items, _ = _check(m)
+    item = items["code repo operation"]
+    assert (item["verdict"], item["recorded"], item["here"]) == ("WARN", "merge", "merge")
+    assert item["note"] == "the run started in the middle of a git merge (as this repo is here)"
+    assert rc == 0
 
 
 def test_recorded_home_path_resolves_against_this_home(tmp_path):

@@ -89,6 +89,18 @@ def test_dry_run_says_where_the_patch_is_and_how_to_apply_it(tmp_path):
     assert "#   relaxrepro restore %s --into NEW_DIR" % m in text
 
 
+def test_dry_run_says_a_patch_is_incomplete_and_why(tmp_path):
+    m, doc = _manifest(tmp_path, ["python", "train.py"])
+    doc["code"]["repo"].update(dirty=True, patch={"stored_sha256": "1" * 64, "text": "", "files": ["train.py"],
+                                                  "incomplete": "git diff did not finish in time",
+                                                  "incomplete_reason": "timeout"})
+    write_json(m, doc)
+    text = _script(m)
+    assert ("# The run had uncommitted changes (the patch is incomplete: timeout: git diff did not finish in "
+            "time): train.py.\n") in text
+    assert "apply --binary" not in text
+
+
 def test_dry_run_with_redacted_values_stops_and_lists_them(tmp_path):
     m, _ = _manifest(tmp_path, ["python", "-c", ECHO, "--wandb-key=wand***", "<HOME>/data"],
                      env={"HF_TOKEN": "<redacted>", "NCCL_TEST_VALUE": "ok"})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -240,3 +241,92 @@ def test_clean_repo_with_an_empty_patch_record(tmp_path):
     res = run_cli("restore", str(m), "--into", str(tmp_path / "out"))
     assert res.returncode == 0, res.stderr
     assert tree_bytes(tmp_path / "out" / "src") == tree_bytes(repo)
+
+
+def _submodule_swapped_for_a_link(tmp_path, outside):
+    """A real repo with a submodule at third/sub, and a real patch (``git diff --binary``) that removes
+    the submodule and puts the symlink ``third -> outside`` in its place."""
+    sub = make_repo(tmp_path / "sub", {"lib.c": "int x = 1;\n"})
+    main = make_repo(tmp_path / "src", {"a.txt": "a\n"})
+    git(main, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(sub), "third/sub")
+    git(main, "commit", "-qm", "submodule")
+    evil = tmp_path / "evil"
+    git(tmp_path, "clone", "-q", str(main), str(evil))
+    git(evil, "rm", "-q", "third/sub")
+    if (evil / "third").is_dir():
+        (evil / "third").rmdir()
+    os.symlink(str(outside), str(evil / "third"))
+    git(evil, "add", "third")
+    body = subprocess.run(["git", "diff", "--cached", "--binary", "HEAD"], cwd=str(evil), capture_output=True,
+                          check=True).stdout
+    assert b"new file mode 120000" in body and b"-Subproject commit" in body
+    doc = base_manifest(code={"src": {
+        "path": str(main), "commit": head(main), "dirty": True, "patch": patch_record(body, [".gitmodules", "third"]),
+        "submodules": [{"path": "third/sub", "recorded_sha": head(sub), "checked_out_sha": head(sub)}]}})
+    return write_json(tmp_path / "m.json", doc)
+
+
+def test_a_submodule_path_through_a_link_the_patch_made_is_refused_and_nothing_is_written_outside(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    m = _submodule_swapped_for_a_link(tmp_path, outside)
+    into = tmp_path / "restored"
+    res = run_cli("restore", str(m), "--into", str(into))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == ("relaxrepro restore: %s is a symbolic link (to %s): writing %s through it would leave %s; "
+                          "refused\n" % (into / "src" / "third", outside, into / "src" / "third" / "sub", into))
+    assert list(outside.iterdir()) == []
+    assert not into.exists()
+
+
+def test_a_link_in_the_committed_tree_is_not_followed_either(tmp_path):
+    """The commit itself holds ``third -> outside`` where the manifest puts a submodule (which the source
+    repo once had: its object store is still in .git/modules)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sub = make_repo(tmp_path / "sub", {"lib.c": "int x = 1;\n"})
+    main = make_repo(tmp_path / "src", {"a.txt": "a\n"})
+    git(main, "-c", "protocol.file.allow=always", "submodule", "--quiet", "add", str(sub), "third/sub")
+    git(main, "commit", "-qm", "submodule")
+    git(main, "rm", "-q", "third/sub")
+    if (main / "third").is_dir():
+        (main / "third").rmdir()
+    os.symlink(str(outside), str(main / "third"))
+    git(main, "add", "third")
+    git(main, "commit", "-qm", "link")
+    doc = base_manifest(code={"src": {"path": str(main), "commit": head(main), "dirty": False, "submodules": [
+        {"path": "third/sub", "recorded_sha": head(sub), "checked_out_sha": head(sub)}]}})
+    m = write_json(tmp_path / "m.json", doc)
+    into = tmp_path / "empty"
+    into.mkdir()
+    res = run_cli("restore", str(m), "--into", str(into))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr == ("relaxrepro restore: %s is a symbolic link (to %s): writing %s through it would leave %s; "
+                          "refused\n" % (into / "src" / "third", outside, into / "src" / "third" / "sub", into))
+    assert list(outside.iterdir()) == []
+    assert list(into.iterdir()) == []  # the directory given stays, emptied of what restore made
+
+
+def test_a_patch_not_taken_in_full_is_refused_unless_allowed(tmp_path):
+    """A 6 MB diff is over git's capture limit: the manifest holds the untracked file, not the edit."""
+    committed = ("x" * 1000 + "\n") * 3000
+    main = make_repo(tmp_path / "src", {"big.txt": committed})
+    (main / "big.txt").write_text(("y" * 1000 + "\n") * 3000)
+    (main / "new.txt").write_text("untracked\n")
+    m = tmp_path / "m.json"
+    res = run_cli("generate", "--output", str(m), cwd=main)
+    assert res.returncode == 0, res.stderr
+    into = tmp_path / "restored"
+    res = run_cli("restore", str(m), "--into", str(into))
+    assert res.returncode == 2
+    assert res.stderr == ("relaxrepro restore: repo src: the recorded patch is incomplete (size: git diff output "
+                          "over the 4 MiB capture limit): the exact tree cannot be rebuilt; --allow-incomplete "
+                          "restores the commit with the part that was recorded\n")
+    assert not into.exists()
+    res = run_cli("restore", str(m), "--into", str(into), "--allow-incomplete")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == ("relaxrepro restore: note: repo src: the patch is incomplete (size: git diff output over "
+                          "the 4 MiB capture limit): the uncommitted changes to tracked files are missing from the "
+                          "restored tree\n")
+    assert (into / "src" / "big.txt").read_text() == committed
+    assert (into / "src" / "new.txt").read_text() == "untracked\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -15,7 +16,7 @@ from relaxrepro.collect.context import Context
 from relaxrepro.collect.probes import git as git_probe
 from relaxrepro.collect.runner import Probe
 from relaxrepro.manifest import writer
-from tests.helpers.common import git, validate_manifest
+from tests.helpers.common import fake_tool, git, validate_manifest
 
 
 def env_for(tmp_path: Path, path: Optional[str] = None, **extra: str) -> Dict[str, str]:
@@ -113,3 +114,15 @@ def tree(root: Path, exclude: Set[bytes]) -> Dict[bytes, Any]:
                 with open(full, "rb") as fh:
                     out[rel] = ("file", fh.read(), bool(st.st_mode & 0o100))
     return out
+
+
+def git_with_slow_diff(bindir: Path) -> str:
+    """A ``git`` in ``bindir`` that is the real one, except that every diff outlasts any probe budget
+    (as ``git diff`` of a 300 MB modified file does); returns a PATH with it first."""
+    fake_tool(bindir, "git", """
+        for a in "$@"; do
+          case "$a" in diff|diff-files|diff-index) exec %s 60 ;; esac
+        done
+        exec %s "$@"
+        """ % (shutil.which("sleep"), shutil.which("git")))
+    return "%s%s%s" % (bindir, os.pathsep, os.environ["PATH"])

@@ -17,6 +17,7 @@ import re
 import stat
 import threading
 
+from ...std import proc
 from ...std.records import Record
 from .. import gitfs, repos
 from ..context import Context
@@ -247,12 +248,12 @@ def redact_lines(redactor: Any, text: str) -> Tuple[str, List[int]]:
 
 class PatchParts(Record):
     _fields = ("body", "files", "binary_untracked", "own_outputs", "skipped_untracked", "untracked_over_limit",
-               "incomplete")
+               "incomplete", "incomplete_reason")
 
     def __init__(self, body: bytes = b"", files: Optional[List[str]] = None,
                  binary_untracked: Optional[List[Dict[str, Any]]] = None, own_outputs: Optional[List[str]] = None,
                  skipped_untracked: Optional[List[Dict[str, Any]]] = None, untracked_over_limit: int = 0,
-                 incomplete: Optional[str] = None) -> None:
+                 incomplete: Optional[str] = None, incomplete_reason: Optional[str] = None) -> None:
         self.body = body
         self.files: List[str] = [] if files is None else files
         self.binary_untracked: List[Dict[str, Any]] = [] if binary_untracked is None else binary_untracked
@@ -260,6 +261,9 @@ class PatchParts(Record):
         self.skipped_untracked: List[Dict[str, Any]] = [] if skipped_untracked is None else skipped_untracked
         self.untracked_over_limit = untracked_over_limit
         self.incomplete = incomplete
+        """Why the tracked changes are missing from ``body`` (one line), None when it is all there."""
+        self.incomplete_reason = incomplete_reason
+        """``timeout``, ``size`` or ``error``: the short form of :attr:`incomplete`."""
 
 
 _OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
@@ -360,7 +364,11 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     rec["restores_exactly"] = not (changed or parts.binary_untracked or parts.skipped_untracked
                                    or parts.untracked_over_limit or parts.incomplete)
     if parts.incomplete:
+        # Part of the change is missing: its digest would match any other run missing the same part (an
+        # empty diff after a timeout), so there is none to compare; stored_sha256 still verifies the body.
         rec["incomplete"] = parts.incomplete
+        rec["incomplete_reason"] = parts.incomplete_reason or "error"
+        del rec["sha256"]
     return rec, original
 
 
@@ -560,9 +568,11 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     if own_changes or untracked:
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
-            parts.body, parts.incomplete = tracked_patch(run, base, own_changes, deadline, ctx.clock)
+            parts.body, parts.incomplete_reason, parts.incomplete = tracked_patch(run, base, own_changes, deadline,
+                                                                                  ctx.clock)
             if parts.incomplete:
-                warnings.append("%s: %s" % (found.name, parts.incomplete))
+                warnings.append("%s: uncommitted changes not fully recorded (%s: %s)" % (
+                    found.name, parts.incomplete_reason, parts.incomplete))
         embed_untracked(found.top, untracked, parts)
         patch, original = patch_record(parts, redactor)
         if private is not None:
@@ -579,7 +589,7 @@ _MAX_PATHSPEC = 2000
 
 
 def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline: float,
-                  clock: Callable[[], float]) -> Tuple[bytes, Optional[str]]:
+                  clock: Callable[[], float]) -> Tuple[bytes, Optional[str], Optional[str]]:
     """The staged then the unstaged change, as one input ``git apply`` restores in order.
 
     ``git status`` already stat()ed every file; ``git diff HEAD`` would do it again (and, limited to
@@ -587,6 +597,9 @@ def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline:
     from ``diff-index --cached`` (no worktree access) and index->worktree from ``diff-files`` on the
     paths status named. A conflicted merge falls back to ``git diff HEAD``, the only form of an
     unmerged path that applies.
+
+    Returns (patch, None, None), or (b"", reason, why) when it could not be taken whole: reason is
+    ``timeout`` (git diff ran out of the budget), ``size`` (over the capture limit) or ``error``.
     """
     if any(c["xy"] in ("DD", "AU", "UD", "UA", "DU", "AA", "UU") for c in changed):
         jobs = [lambda: run("diff", *_DIFF_OPTS, base, "--")]
@@ -600,14 +613,16 @@ def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline:
             jobs.append(lambda: run("--literal-pathspecs", "diff-files", "-p", *_DIFF_OPTS, *spec))
     body = b""
     for res in parallel(jobs, deadline, clock):
+        if res is None or getattr(res, "timed_out", False):
+            return b"", "timeout", _failure(res, "git diff")
+        if _ok(res) and res.truncated:
+            return b"", "size", "git diff output over the %d MiB capture limit" % (proc.MAX_OUTPUT >> 20)
         if not _ok(res):
-            return b"", _failure(res, "git diff")
-        if res.truncated:
-            return b"", "git diff output over the capture limit; tracked changes not recorded"
+            return b"", "error", _failure(res, "git diff")
         if res.stdout and not res.stdout.startswith(b"diff --git "):
-            return b"", "git diff printed no patch"
+            return b"", "error", "git diff printed no patch"
         body += res.stdout
-    return body, None
+    return body, None, None
 
 
 def _prune(rec: Dict[str, Any]) -> Dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 
 from relaxrepro.manifest.model import CAP_BYTES
 from tests.helpers.common import clean_env, fake_tool, generate, git, make_repo, run_cli, validate_manifest
-from tests.helpers.git import env_for, only, probe_doc, round_trip, status, stored_patch
+from tests.helpers.git import env_for, git_with_slow_diff, only, probe_doc, round_trip, status, stored_patch
 
 
 def test_clean_repo_has_commit_branch_and_no_patch(tmp_path, repo):
@@ -523,3 +523,82 @@ def test_relaxrepro_outputs_in_the_tree_are_not_embedded_in_the_patch(tmp_path):
     assert patch["relaxrepro_outputs"] == ["manifest_%s.json" % first["run_id"]]
     assert patch["restores_exactly"] is True
     assert second["code"]["r"]["untracked"]["count"] == 2
+
+
+def test_git_diff_that_times_out_leaves_no_comparable_digest(tmp_path, repo):
+    (repo / "README.md").write_text("changed\n")
+    (repo / "new.txt").write_text("untracked\n")
+    path = git_with_slow_diff(tmp_path / "bin")
+    doc = probe_doc(tmp_path, repo, env=env_for(tmp_path, path=path), probe_budget_s=2.0)
+    patch = only(doc)["patch"]
+    assert "sha256" not in patch  # an empty diff's digest would match every other run that timed out
+    assert patch["incomplete_reason"] == "timeout"
+    assert patch["incomplete"] in ("git diff did not finish in time",) or patch["incomplete"].startswith(
+        "git diff: timed out after ")
+    assert patch["restores_exactly"] is False
+    assert patch["files"] == ["README.md", "new.txt"]
+    assert stored_patch(patch).startswith(b"diff --git a/new.txt b/new.txt\n")  # what was read is kept
+    assert patch["stored_sha256"] == hashlib.sha256(stored_patch(patch)).hexdigest()
+    assert status(doc) == "timeout"
+    warnings = doc["collection"]["probes"]["git"]["warnings"]
+    assert [w for w in warnings if w.startswith("repo: uncommitted changes not fully recorded (timeout: git diff")]
+
+
+def test_git_diff_over_the_capture_limit_leaves_no_comparable_digest(tmp_path):
+    repo = make_repo(tmp_path / "repo", {"big.txt": ("x" * 1000 + "\n") * 3000})
+    (repo / "big.txt").write_text(("y" * 1000 + "\n") * 3000)  # a 6 MB diff
+    doc = probe_doc(tmp_path, repo)
+    patch = only(doc)["patch"]
+    assert "sha256" not in patch
+    assert (patch["incomplete_reason"], patch["incomplete"]) == ("size", "git diff output over the 4 MiB capture limit")
+    assert patch["restores_exactly"] is False and stored_patch(patch) == b""
+    assert status(doc) == "partial"
+
+
+def _conflicting(tmp_path):
+    """main and side both changed c.txt; HEAD on main."""
+    repo = make_repo(tmp_path / "repo", {"c.txt": "base\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / "c.txt").write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / "c.txt").write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    return repo
+
+
+def _stopped(repo, *args):
+    with pytest.raises(subprocess.CalledProcessError):  # the conflict stops it half-way
+        git(repo, *args)
+
+
+@pytest.mark.parametrize("operation", ["merge", "rebase", "rebase-apply", "am", "cherry-pick", "revert", "bisect"])
+def test_operation_in_progress_is_recorded(tmp_path, operation):
+    repo = _conflicting(tmp_path)
+    if operation == "merge":
+        _stopped(repo, "merge", "side")
+    elif operation == "rebase":
+        _stopped(repo, "rebase", "side")
+    elif operation == "rebase-apply":
+        _stopped(repo, "rebase", "--apply", "side")
+    elif operation == "am":
+        mbox = git(repo, "format-patch", "--stdout", "main~1..side")
+        (tmp_path / "side.mbox").write_text(mbox)
+        _stopped(repo, "am", str(tmp_path / "side.mbox"))
+    elif operation == "cherry-pick":
+        _stopped(repo, "cherry-pick", "side")
+    elif operation == "revert":
+        (repo / "c.txt").write_text("third\n")
+        git(repo, "commit", "-qam", "third")
+        _stopped(repo, "revert", "--no-edit", "HEAD~1")
+    else:
+        git(repo, "bisect", "start", "main", "main~1")
+    rec = only(probe_doc(tmp_path, repo))
+    assert rec["operation"] == {"rebase-apply": "rebase"}.get(operation, operation)
+
+
+def test_an_aborted_merge_leaves_no_operation(tmp_path):
+    repo = _conflicting(tmp_path)
+    _stopped(repo, "merge", "side")
+    git(repo, "merge", "--abort")
+    assert "operation" not in only(probe_doc(tmp_path, repo))
