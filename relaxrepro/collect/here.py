@@ -33,8 +33,13 @@ def repo_paths(rec: Mapping[str, Any], overrides: Mapping[str, str], env: Mappin
 
 
 def closest_interpreter(recorded: str, version: Optional[str], env: Mapping[str, str]) -> Optional[str]:
-    """The nearest stand-in for a vanished interpreter: same name, then pythonX.Y, pythonX, python."""
+    """The nearest stand-in for a vanished interpreter: itself under this home (a recorded ``<HOME>``),
+    then the same name on PATH, then pythonX.Y, pythonX, python."""
     import shutil
+
+    here = fields.expand_home(recorded, env.get("HOME"))
+    if here != recorded and os.path.isfile(here) and os.access(here, os.X_OK):
+        return here
 
     path = env.get("PATH", os.defpath)
     names = [os.path.basename(recorded)]
@@ -64,7 +69,7 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
     home = env.get("HOME")
     paths, notes = repo_paths(rec, repos, env)
     argv = get(rec, "command.argv", None)
-    argv = [a for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+    argv = [fields.expand_home(a, home) for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
     cwd = _choose_cwd(fields.resolve_home(get(rec, "command.cwd", None), home), paths)
     options: Dict[str, Any] = {"repos": dict(paths)}
     inputs = get(rec, "data.inputs", None)

@@ -2,7 +2,8 @@
 
 Nothing from the file runs unless the user confirms. ``--dry-run`` prints a POSIX sh script to
 review, every recorded value quoted with :func:`shlex.quote` (``$(...)``, backticks, quotes and
-newlines stay literal arguments). ``--confirm`` runs ``check`` first, refuses on FAIL, on redacted
+newlines stay literal arguments), and ``<HOME>`` as ``"${HOME}"``. ``--confirm`` resolves ``<HOME>`` to
+this machine's home, runs ``check`` first, refuses on FAIL, on redacted
 values nobody supplied, on a missing command or interpreter, and on a command that names the
 manifest being replayed; then runs the command and exits with its status. It never installs
 anything and never touches git state: a recorded patch is pointed at, not applied.
@@ -53,12 +54,13 @@ class Plan(Record):
     """Everything the replay would do, decided from the manifest and ``--set`` values."""
 
     _fields = ("argv", "env", "skipped_env", "cwd", "interpreter", "interpreter_version", "repos", "redacted",
-               "run_id")
+               "run_id", "home")
 
     def __init__(self, argv: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
                  skipped_env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
                  interpreter: Optional[str] = None, interpreter_version: Optional[str] = None,
-                 repos: Optional[List[Repo]] = None, redacted: Optional[List[str]] = None, run_id: str = "") -> None:
+                 repos: Optional[List[Repo]] = None, redacted: Optional[List[str]] = None, run_id: str = "",
+                 home: Optional[str] = None) -> None:
         self.argv: List[str] = [] if argv is None else argv
         self.env: Dict[str, str] = {} if env is None else env
         self.skipped_env: Dict[str, str] = {} if skipped_env is None else skipped_env
@@ -69,6 +71,12 @@ class Plan(Record):
         self.redacted: List[str] = [] if redacted is None else redacted
         """Values still holding a redaction placeholder, as ``where: value`` lines."""
         self.run_id = run_id
+        self.home = home
+        """This machine's home, for the ``<HOME>`` left in the values above (None: unset, so unresolvable)."""
+
+    def local(self, value: str) -> str:
+        """A recorded value as it reads on this machine: ``<HOME>`` resolved to :attr:`home`."""
+        return fields.expand_home(value, self.home)
 
 
 def _as_str_list(value: Any) -> Optional[List[str]]:
@@ -79,7 +87,8 @@ def _as_str_list(value: Any) -> Optional[List[str]]:
 
 def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, str]) -> Plan:
     """Decide the replay. ``values`` are ``--set`` pairs; raises :class:`Refusal` on a bad one."""
-    p = Plan(run_id=str(rec.get("run_id", "")))
+    home = env.get("HOME") or None
+    p = Plan(run_id=str(rec.get("run_id", "")), home=home if home and os.path.isabs(home) else None)
     argv = _as_str_list(get(rec, "command.argv", None)) or []
     cwd = scalar(get(rec, "command.cwd", None))
     selected = get(rec, "config.selected_env", None)
@@ -118,36 +127,41 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
             raise Refusal("--set %s: KEY is an env var name, argv[N], cwd, or a placeholder such as <HOME>"
                           % safe_text(key))
 
+    def redacted(value: str) -> bool:
+        # <HOME> is this machine's home when it has one: the script writes "${HOME}", confirm resolves it
+        return any(part != "<HOME>" or not p.home for part in fields.redacted_parts(value))
+
     p.interpreter = exe
-    p.argv = with_interpreter(argv, exe)
+    p.argv = with_interpreter(argv, exe, lambda q: _is_tool(p.local(q)))
     p.cwd = cwd
     for name in sorted(recorded_env):
         value = recorded_env[name]
         if not _ENV_NAME.match(name):
             p.skipped_env[name] = "not a shell variable name"
-        elif fields.redacted_parts(value):
+        elif redacted(value):
             p.skipped_env[name] = "redacted"
             p.redacted.append("env %s: %s" % (name, value))
         else:
             p.env[name] = value
     for i, a in enumerate(p.argv):
-        if fields.redacted_parts(a):
+        if redacted(a):
             p.redacted.append("argv[%d]: %s" % (i, a))
-    if cwd and fields.redacted_parts(cwd):
+    if cwd and redacted(cwd):
         p.redacted.append("cwd: %s" % cwd)
 
-    home = env.get("HOME")
     for name, r in sorted(section(rec, "code").items(), key=lambda kv: str(kv[0])):
         r = r if isinstance(r, dict) else {}
         patch = r.get("patch") if isinstance(r.get("patch"), dict) else {}
-        p.repos.append(Repo(str(name), fields.resolve_home(r.get("path"), home), scalar(r.get("commit")), patch,
-                            r.get("dirty")))
+        path = r.get("path") if isinstance(r.get("path"), str) and r.get("path") else None
+        p.repos.append(Repo(str(name), path, scalar(r.get("commit")), patch, r.get("dirty")))
     return p
 
 
-def with_interpreter(argv: List[str], exe: Optional[str],
-                     is_tool: Callable[[str], bool] = lambda p: os.path.isfile(p) and os.access(p, os.X_OK)
-                     ) -> List[str]:
+def _is_tool(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def with_interpreter(argv: List[str], exe: Optional[str], is_tool: Callable[[str], bool] = _is_tool) -> List[str]:
     """The recorded command run by the recorded interpreter, not whatever ``python`` is on PATH.
 
     ``python``/``python3.11``/``/usr/bin/python3`` become the recorded interpreter; a bare
@@ -176,8 +190,10 @@ def names_manifest(p: Plan, manifest_path: str) -> Optional[str]:
         sidecar = scalar(repo.patch.get("sidecar"))
         if sidecar and "/" not in sidecar:
             targets.add(os.path.realpath(os.path.join(directory, sidecar)))
-    base = p.cwd if p.cwd and os.path.isdir(p.cwd) else os.getcwd()
-    candidates = [("argv[%d]" % i, a) for i, a in enumerate(p.argv)] + [("env " + k, v) for k, v in p.env.items()]
+    cwd = p.local(p.cwd) if p.cwd else None
+    base = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
+    candidates = [("argv[%d]" % i, p.local(a)) for i, a in enumerate(p.argv)] + [
+        ("env " + k, p.local(v)) for k, v in p.env.items()]
     for where, value in candidates:
         for part in {value, value.partition("=")[2]}:
             if part and os.path.realpath(os.path.join(base, part)) in targets:
@@ -188,7 +204,9 @@ def names_manifest(p: Plan, manifest_path: str) -> Optional[str]:
 # -- the dry-run script ------------------------------------------------------------------------
 
 def _q(value: str) -> str:
-    return shlex.quote(value)
+    """One shell word: quoted, with each ``<HOME>`` as ``"${HOME}"`` (the home of whoever runs the script)."""
+    parts = value.split("<HOME>")
+    return '"${HOME}"'.join(shlex.quote(part) if part else "" for part in parts) or "''"
 
 
 def _comment(value: Any) -> str:
@@ -292,11 +310,11 @@ def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
 
 
 def _closest(p: Plan, env: Mapping[str, str]) -> Optional[str]:
-    if not p.interpreter or os.path.exists(p.interpreter):
+    if not p.interpreter or os.path.exists(p.local(p.interpreter)):
         return None
     from ..collect.here import closest_interpreter
 
-    return closest_interpreter(p.interpreter, p.interpreter_version, env)
+    return closest_interpreter(p.local(p.interpreter), p.interpreter_version, env)
 
 
 # -- the command -------------------------------------------------------------------------------
@@ -310,14 +328,14 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
         raise Refusal("the command or its env hold redacted values; supply them with --set KEY=VALUE "
                       "(KEY: an env var, argv[N], cwd, or a placeholder such as <HOME>):\n"
                       + "\n".join("  " + safe_text(r, 200) for r in p.redacted))
-    if p.interpreter and p.argv[0] == p.interpreter and not (
-            os.path.isfile(p.interpreter) and os.access(p.interpreter, os.X_OK)):
+    argv, cwd = [p.local(a) for a in p.argv], p.local(p.cwd) if p.cwd else None
+    if p.interpreter and p.argv[0] == p.interpreter and not _is_tool(argv[0]):
         closest = _closest(p, env)
         raise Refusal("the recorded interpreter %s is gone%s" % (
-            safe_text(p.interpreter), "; closest match here: %s" % safe_text(closest) if closest
+            safe_text(argv[0]), "; closest match here: %s" % safe_text(closest) if closest
             else "; no Python of that version on PATH"))
-    if p.cwd and not os.path.isdir(p.cwd):
-        raise Refusal("the recorded working directory %s does not exist here (--set cwd=DIR)" % safe_text(p.cwd))
+    if cwd and not os.path.isdir(cwd):
+        raise Refusal("the recorded working directory %s does not exist here (--set cwd=DIR)" % safe_text(cwd))
     clash = names_manifest(p, manifest_path)
     if clash:
         raise Refusal("the recorded command names the manifest being replayed in %s; refusing so that it "
@@ -332,8 +350,8 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
             "  %s: recorded %s, here %s%s" % (safe_text(i.item), safe_text(i.recorded), safe_text(i.here),
                                               " (%s)" % safe_text(i.note) if i.note else "") for i in fails))
     run_env = dict(env)
-    run_env.update(p.env)
-    return p.argv, run_env, p.cwd
+    run_env.update((k, p.local(v)) for k, v in p.env.items())
+    return argv, run_env, cwd
 
 
 def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mapping[str, str],

@@ -236,6 +236,13 @@ def test_closest_interpreter_prefers_the_same_minor(tmp_path):
     found = here.closest_interpreter("/gone/venv/bin/python", "3.11.7", {"PATH": str(bindir)})
     assert found == str(bindir / "python3.11")
     assert here.closest_interpreter("/gone/python", "3.11.7", {"PATH": str(tmp_path / "none")}) is None
+    mine = tmp_path / "home" / "venv" / "bin" / "python"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("#!/bin/sh\n")
+    mine.chmod(0o755)
+    found = here.closest_interpreter("<HOME>/venv/bin/python", "3.11.7", {"PATH": str(bindir), "HOME": str(
+        tmp_path / "home")})
+    assert found == str(mine)  # a recorded home is this home
 
 
 def test_env_info_list():

@@ -106,15 +106,61 @@ def test_dry_run_with_redacted_values_stops_and_lists_them(tmp_path):
                      env={"HF_TOKEN": "<redacted>", "NCCL_TEST_VALUE": "ok"})
     text = _script(m)
     assert "#   argv[3]: --wandb-key=wand***\n" in text
-    assert "#   argv[4]: <HOME>/data\n" in text
+    assert "argv[4]" not in text and ' "${HOME}"/data\n' in text  # the home of whoever runs the script
     assert "#   env HF_TOKEN: <redacted>\n" in text
     assert "# not exported (redacted): HF_TOKEN\n" in text
     assert "HF_TOKEN=" not in text
     res = _sh(tmp_path, text)
     assert res.returncode == 1 and res.stdout == ""
-    text = _script(m, "--set", "argv[3]=--wandb-key=k", "--set", "<HOME>=/h", "--set", "HF_TOKEN=t")
-    res = _sh(tmp_path, text)
+    text = _script(m, "--set", "argv[3]=--wandb-key=k", "--set", "HF_TOKEN=t")
+    res = _sh(tmp_path, text, HOME="/h")
     assert json.loads(res.stdout)["args"] == ["--wandb-key=k", "/h/data"]
+    text = _script(m, "--set", "argv[3]=--wandb-key=k", "--set", "<HOME>=/elsewhere", "--set", "HF_TOKEN=t")
+    res = _sh(tmp_path, text, HOME="/h")
+    assert json.loads(res.stdout)["args"] == ["--wandb-key=k", "/elsewhere/data"]  # --set wins
+
+
+def _recorded_under_home(tmp_path):
+    """A real manifest, written by ``generate`` in a child whose HOME holds the repo, the working
+    directory and the interpreter: all three are recorded as ``<HOME>/...``."""
+    home = tmp_path / "home"
+    interp = home / ".pyenv" / "versions" / "3" / "bin" / "python3"
+    interp.parent.mkdir(parents=True)
+    os.symlink(os.path.realpath(sys.executable), str(interp))
+    repo = make_repo(home / "proj", {"train.py": "import os, sys; print('replayed', sys.argv[1:], os.getcwd())\n"})
+    m = tmp_path / "m.json"
+    res = run_cli("generate", "--output", str(m), "--", str(interp), str(repo / "train.py"), "--out=%s/o" % home,
+                  cwd=repo, env=clean_env(HOME=str(home)))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(m.read_text())
+    assert doc["command"]["argv"] == ["<HOME>/.pyenv/versions/3/bin/python3", "<HOME>/proj/train.py",
+                                      "--out=<HOME>/o"]
+    assert doc["environment"]["python"]["executable"] == "<HOME>/.pyenv/versions/3/bin/python3"
+    return m, home, repo
+
+
+def test_confirm_resolves_home_to_this_home(tmp_path):
+    m, home, repo = _recorded_under_home(tmp_path)
+    res = run_cli("rerun", str(m), "--confirm", env=clean_env(HOME=str(home)))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "replayed ['--out=%s/o'] %s\n" % (home, repo)
+    # under another home the same manifest names an interpreter that is not there
+    other = tmp_path / "other"
+    other.mkdir()
+    res = run_cli("rerun", str(m), "--confirm", env=clean_env(HOME=str(other)))
+    assert res.returncode == 2
+    assert res.stderr.startswith("relaxrepro rerun: refused: the recorded interpreter "
+                                 "%s/.pyenv/versions/3/bin/python3 is gone" % other)
+
+
+def test_dry_run_writes_home_as_the_shell_variable(tmp_path):
+    m, home, repo = _recorded_under_home(tmp_path)
+    text = _script(m)
+    assert 'exec "${HOME}"/.pyenv/versions/3/bin/python3 "${HOME}"/proj/train.py --out="${HOME}"/o\n' in text
+    assert 'cd "${HOME}"/proj\n' in text
+    assert '<HOME>' not in text.replace("# ", "")
+    res = _sh(tmp_path, text, HOME=str(home))
+    assert (res.returncode, res.stdout) == (0, "replayed ['--out=%s/o'] %s\n" % (home, repo)), res.stderr
 
 
 def test_comment_lines_cannot_be_broken_by_a_newline_in_a_recorded_value(tmp_path):

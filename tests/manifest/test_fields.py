@@ -65,6 +65,12 @@ def test_resolve_home():
     assert compare.resolve_home(["odd"], "/h") is None
 
 
+def test_expand_home_anywhere_in_a_value():
+    assert compare.expand_home("--data=<HOME>/d:<HOME>/e", "/home/me/") == "--data=/home/me/d:/home/me/e"
+    assert compare.expand_home("<HOME>/d", None) == "<HOME>/d"
+    assert compare.expand_home("/abs", "/h") == "/abs"
+
+
 def test_safe_text_escapes_terminal_controls_and_bidi():
     raw = "ok\x1b]0;pwned\x07\x1b[2J\nnext\r\u202etxt.exe\x9b"
     out = text.safe_text(raw)
