@@ -27,7 +27,8 @@ def _escape_char(m: "re.Match[str]") -> str:
 def safe_text(value: Any, limit: Optional[int] = None) -> str:
     """``value`` as one printable line: control and bidi characters escaped, optionally shortened."""
     text = value if isinstance(value, str) else str(value)
-    text = _UNSAFE.sub(_escape_char, text)
+    if not text.isprintable():  # every character escaped is unprintable; the test costs ~20 ns (ls: 90,000 cells)
+        text = _UNSAFE.sub(_escape_char, text)
     if limit is not None and len(text) > limit:
         text = text[: max(limit - 3, 1)] + "..."
     return text
