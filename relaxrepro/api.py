@@ -24,8 +24,21 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .manifest.model import Manifest, output_dir
 from .record import session
+from .std.text import safe_format
+
+
+class _Escaped(logging.Filter):
+    """Our warnings quote manifests, paths and tools' stderr: their values are escaped before any handler
+    sees them, so a trainer's log on a terminal takes no control sequence and no forged line from them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and record.args:
+            record.msg, record.args = safe_format(str(record.msg), *record.args), ()
+        return True
+
 
 log = logging.getLogger("relaxrepro")
+log.addFilter(_Escaped())
 
 _GRACE_S = 2.0
 """Seconds past the collection deadline before the API stops waiting for it (merging, redaction)."""

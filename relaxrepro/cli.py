@@ -11,7 +11,8 @@ import os
 import sys
 
 from ._version import __version__
-from .commands._common import EXIT_FAIL, EXIT_USAGE, UsageError
+from .commands._common import EXIT_FAIL, EXIT_USAGE, UsageError, say
+from .std.text import safe_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -68,7 +69,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        raise _Exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, message))
+        # the message quotes the user's own arguments as typed: one escaped line
+        raise _Exit(EXIT_USAGE, "%s: error: %s\n" % (self.prog, safe_text(message)))
 
 
 class _Exit(Exception):
@@ -289,7 +291,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             return int(module.run(args))
         except UsageError as exc:
-            sys.stderr.write(exc.message + "\n")
+            say("%s", exc.message)
             return EXIT_USAGE
     except _Exit as exc:
         if exc.message:
@@ -299,7 +301,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.write("relaxrepro: interrupted\n")
         return 130
     except Exception as exc:  # the promise: one line, never a traceback
-        sys.stderr.write("relaxrepro: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        say("relaxrepro: internal error: %s: %s", type(exc).__name__, exc)
         return EXIT_FAIL
 
 

@@ -200,6 +200,17 @@ def test_write_into_an_unwritable_place_returns_none_and_warns_once(tmp_path, ca
     assert relaxrepro.write_manifest(None, tmp_path) is None
 
 
+def test_a_warning_naming_a_hostile_path_reaches_the_log_escaped(tmp_path, caplog, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    m = relaxrepro.collect_manifest()
+    with caplog.at_level(logging.WARNING, logger="relaxrepro"):
+        assert relaxrepro.write_manifest(m, blocker / "logs\x1b]0;pwned\x07\n\x9bX") is None
+    messages = [r.getMessage() for r in _relaxrepro_warnings(caplog)]
+    assert len(messages) == 1 and "/file/logs\\x1b]0;pwned\\x07\\n\\x9bX" in messages[0], messages
+
+
 def test_update_manifest_runs_the_registered_updaters(tmp_path, caplog, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(api, "_UPDATERS", [])

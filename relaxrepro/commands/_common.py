@@ -1,11 +1,13 @@
-"""What every command shares: the exit codes, reading a manifest or saying in one line why not, and
-the parsing of ``NAME=VALUE`` options and directory arguments."""
+"""What every command shares: the exit codes, saying things to people, reading a manifest or saying in
+one line why not, and the parsing of ``NAME=VALUE`` options and directory arguments."""
 
 from __future__ import annotations
 
 import os
 import re
 import sys
+
+from ..std.text import safe_format
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -17,6 +19,15 @@ EXIT_FAIL = 1
 EXIT_USAGE = 2
 """A usage error, an unreadable input, a refused request (``rerun``, ``restore``, ``merge``)."""
 EXIT_REFUSED = EXIT_USAGE
+
+
+def say(template: str, *values: Any, out: Any = None) -> None:
+    """One message for people on stderr (``out``: another stream): ``template % values`` and a newline.
+
+    Every value is escaped (:func:`relaxrepro.std.text.safe_format`): a manifest, a file name or a tool's
+    stderr cannot add a line to what the user reads, clear the screen or retitle the terminal.
+    """
+    (out or sys.stderr).write(safe_format(template, *values) + "\n")
 
 
 class UsageError(Exception):
@@ -34,12 +45,11 @@ def read_or_report(verb: str, path: str, stderr: Any = None) -> Optional[Tuple[D
     starts fast on a laptop.
     """
     from ..manifest.reader import ManifestError, read_manifest_file
-    from ..std.text import safe_text
 
     try:
         return read_manifest_file(path)
     except ManifestError as exc:
-        (stderr or sys.stderr).write("relaxrepro %s: %s: %s\n" % (verb, safe_text(path), safe_text(exc)))
+        say("relaxrepro %s: %s: %s", verb, path, exc, out=stderr)
         return None
 
 
@@ -49,11 +59,9 @@ def read_with_notes(verb: str, path: str) -> Optional[Dict[str, Any]]:
     read = read_or_report(verb, path)
     if read is None:
         return None
-    from ..std.text import safe_text
-
     doc, warnings = read
     for w in warnings:
-        sys.stderr.write("relaxrepro %s: note: %s\n" % (verb, safe_text(w)))
+        say("relaxrepro %s: note: %s", verb, w)
     return doc
 
 
@@ -94,5 +102,5 @@ def report_missing(dirs: Sequence[str], verb: str) -> bool:
     """Say which of ``dirs`` do not exist (one line each); True when any does not."""
     missing = [d for d in dirs if not os.path.exists(d)]
     for d in missing:
-        sys.stderr.write("relaxrepro %s: error: %s: no such file or directory\n" % (verb, d))
+        say("relaxrepro %s: error: %s: no such file or directory", verb, d)
     return bool(missing)

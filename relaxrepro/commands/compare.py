@@ -12,7 +12,8 @@ import sys
 
 from ..manifest import index
 from ..manifest.flat import ARG_DEPTH, cell, flatten
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing
+from ..std.text import safe_format
+from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -75,11 +76,12 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
 
 def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
     runs = result["runs"]
-    lines = ["group %s: %d run%s, %d of %d recorded values vary" % (
-        result["group"], len(runs), "" if len(runs) == 1 else "s", len(result["varying"]), result["compared"])]
+    lines = [safe_format("group %s: %d run%s, %d of %d recorded values vary",
+                         result["group"], len(runs), "" if len(runs) == 1 else "s", len(result["varying"]),
+                         result["compared"])]
     for i, r in enumerate(runs, 1):
-        note = "  (%s)" % r["note"] if r.get("note") else ""
-        lines.append("  [%d] %s  %s%s" % (i, r["run_id"], index.rel_path(r["path"], cwd), note))
+        note = safe_format("  (%s)", r["note"]) if r.get("note") else ""
+        lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], index.rel_path(r["path"], cwd)) + note)
     text = "\n".join(lines) + "\n"
     if result["varying"]:
         rows = [["KEY"] + ["[%d]" % i for i in range(1, len(runs) + 1)]]
@@ -97,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     result = compare_group(args.group, dirs)
     for line in result["unreadable"]:
-        sys.stderr.write("relaxrepro compare: warning: unreadable: %s\n" % line)
+        say("relaxrepro compare: warning: unreadable: %s", line)
     if not result["runs"]:
-        sys.stderr.write("relaxrepro compare: error: no runs in group %r under %s\n" % (args.group, ", ".join(dirs)))
+        say("relaxrepro compare: error: no runs in group '%s' under %s", args.group, ", ".join(dirs))
         return EXIT_FAIL
     if args.json:
         sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -8,7 +8,7 @@ import sys
 
 from ..collect.context import safe_getcwd
 from ..collect.fingerprint import Cache, default_cache_path, full_digest, scan
-from ._common import EXIT_FAIL, EXIT_OK
+from ._common import EXIT_FAIL, EXIT_OK, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -29,7 +29,7 @@ def run_command(paths: List[str], *, as_json: bool, env: Mapping[str, str], cwd:
                          "digests are not cached\n")
     shown = 0
     for w in cache.warnings if cache is not None else []:
-        sys.stderr.write("relaxrepro fingerprint: warning: %s\n" % w)
+        say("relaxrepro fingerprint: warning: %s", w)
         shown += 1
     results = []
     failed = False
@@ -48,17 +48,17 @@ def run_command(paths: List[str], *, as_json: bool, env: Mapping[str, str], cwd:
                 record["error"] = s.error
             if record.get("error"):
                 failed = True
-                sys.stderr.write("relaxrepro fingerprint: %s: %s\n" % (path, record["error"]))
+                say("relaxrepro fingerprint: %s: %s", path, record["error"])  # names files in the tree
             results.append(record)
     finally:
         if cache is not None:
             for w in cache.warnings[shown:]:
-                sys.stderr.write("relaxrepro fingerprint: warning: %s\n" % w)
+                say("relaxrepro fingerprint: warning: %s", w)
             cache.close()
     if as_json:
         sys.stdout.write(json.dumps(results, indent=1, sort_keys=True) + "\n")
     else:
         for r in results:
             if r.get("sha256"):
-                sys.stdout.write("%s  %d files  %d bytes  %s\n" % (r["sha256"], r["files"], r["bytes"], r["path"]))
+                say("%s  %d files  %d bytes  %s", r["sha256"], r["files"], r["bytes"], r["path"], out=sys.stdout)
     return EXIT_FAIL if failed else EXIT_OK

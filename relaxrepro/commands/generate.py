@@ -8,7 +8,7 @@ import sys
 
 from ..manifest.model import RUN_ID_ENV, output_dir, valid_run_id
 from ..record import session
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -28,9 +28,9 @@ def run(args: argparse.Namespace) -> int:
     if path is None:
         return EXIT_FAIL if args.strict else EXIT_OK
     if args.print_doc:
-        sys.stderr.write(path + "\n")  # stdout holds the manifest alone, for a pipe into jq
+        say("%s", path)  # stdout holds the manifest alone, for a pipe into jq
     else:
-        print(path)
+        say("%s", path, out=sys.stdout)
     if args.strict and problems:
         return EXIT_FAIL
     return EXIT_OK
@@ -53,7 +53,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
 
     repos, problem = parse_repos(args.repo)
     if problem:
-        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, problem))
+        say("relaxrepro %s: error: %s", verb, problem)
         return EXIT_USAGE, None, None, []
 
     from ..collect import assemble
@@ -70,7 +70,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     if args.args_json is not None:
         loaded = _load_args_json(args.args_json)
         if isinstance(loaded, str):
-            sys.stderr.write("relaxrepro %s: error: --args-json %s: %s\n" % (verb, args.args_json, loaded))
+            say("relaxrepro %s: error: --args-json %s: %s", verb, args.args_json, loaded)
             return EXIT_USAGE, None, None, []
         options["args_json"] = loaded
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none",
@@ -81,18 +81,16 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
         doc.setdefault("runtime", {})["rank"] = rank
     problems = assemble.probe_problems(doc)
     for line in problems:
-        sys.stderr.write("relaxrepro: warning: probe %s\n" % line)
+        say("relaxrepro: warning: probe %s", line)  # may quote a tool's stderr
     unfound = session.unfound_parent(doc)
     if unfound:
-        sys.stderr.write("relaxrepro: warning: %s\n" % unfound)
+        say("relaxrepro: warning: %s", unfound)
     # assemble.build redacted it with this very policy (its redacted_by): the writer does not again.
     result = session.write(doc, path=args.output, directory=directory, env=env, redactor=redactor)
     for w in result.warnings:
-        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+        say("relaxrepro: warning: %s", w)
     if args.print_doc:
-        from ..manifest import writer
-
-        sys.stdout.write(writer.serialize(doc).decode("utf-8"))
+        _print_doc(doc)
     return None, doc, result.path, problems
 
 
@@ -103,7 +101,7 @@ def _redactor(args: argparse.Namespace, env: dict, verb: str) -> object:
     try:
         return Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
     except ValueError as exc:
-        sys.stderr.write("relaxrepro %s: error: %s\n" % (verb, exc))
+        say("relaxrepro %s: error: %s", verb, exc)
         return None
 
 
@@ -131,15 +129,22 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     path = args.output or os.path.join(output_dir(args.output_dir, env), fragment_filename(frag))
     result = session.write(frag, path=path, env=env, redactor=redactor)  # so not redacted again
     for w in result.warnings:
-        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+        say("relaxrepro: warning: %s", w)
     if args.print_doc:
-        from ..manifest import writer
-
-        sys.stdout.write(writer.serialize(frag).decode("utf-8"))
+        _print_doc(frag)
     if result.path is None:
         return EXIT_FAIL if args.strict else EXIT_OK
-    print(result.path)
+    say("%s", result.path, out=sys.stdout)
     return EXIT_OK
+
+
+def _print_doc(doc: dict) -> None:
+    """``--print``: the document as written, with the C1 controls and bidi characters that JSON leaves raw
+    in strings escaped (``\\u009b``), since a terminal may be reading."""
+    from ..manifest import writer
+    from ..std.text import safe_json
+
+    sys.stdout.write(safe_json(writer.serialize(doc).decode("utf-8")))
 
 
 def _load_args_json(path: str) -> object:

@@ -10,7 +10,8 @@ from ..manifest import index
 from ..manifest.flat import ARG_DEPTH, cell, changed, flatten
 from ..manifest.index import gpu_cell, rel_path, repos, short, time_cell
 from ..manifest.reader import ManifestError, load_manifest
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing
+from ..std.text import safe_format
+from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -90,17 +91,19 @@ def ancestry(run: str, roots: Sequence[str]) -> Dict[str, Any]:
 
 
 def render_ancestry(result: Dict[str, Any], *, cwd: str = ".") -> str:
-    """Oldest first: one line per run, and under it how it differs from the run above."""
+    """Oldest first: one line per run, and under it how it differs from the run above; every value
+    escaped, so a manifest cannot add a line or a terminal control."""
     steps = {s["to"]: s for s in result["steps"]}
     lines = []
     for item in result["chain"]:
         step = steps.get(item["run_id"]) if not item.get("missing") else None
         if step is not None:
-            lines.append("  | %s: %s" % (step["reason"], step["summary"]))
+            lines.append(safe_format("  | %s: %s", step["reason"], step["summary"]))
         if item.get("missing"):
-            lines.append("%s  (missing: recorded as parent, no manifest found)" % item["run_id"])
+            lines.append(safe_format("%s  (missing: recorded as parent, no manifest found)", item["run_id"]))
         else:
-            lines.append("%s  %s  %s" % (item["run_id"], time_cell(item["generated_at"]), rel_path(item["path"], cwd)))
+            lines.append(safe_format("%s  %s  %s", item["run_id"], time_cell(item["generated_at"]),
+                                     rel_path(item["path"], cwd)))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -152,12 +155,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_ancestry(result))
     if result["error"]:
-        sys.stderr.write("relaxrepro lineage: error: %s\n" % result["error"])
+        say("relaxrepro lineage: error: %s", result["error"])
         return EXIT_FAIL
     if result["missing"]:
-        sys.stderr.write("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there\n"
-                         % (result["missing"], ", ".join(dirs)))
+        say("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there",
+            result["missing"], ", ".join(dirs))
     if result["cycle"]:
-        sys.stderr.write("relaxrepro lineage: error: cycle in lineage: %s\n" % " -> ".join(result["cycle"]))
+        say("relaxrepro lineage: error: cycle in lineage: %s", " -> ".join(result["cycle"]))
         return EXIT_FAIL
     return EXIT_OK

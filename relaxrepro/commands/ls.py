@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing
+from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(index.render_ls(entries))
     bad = sum(1 for e in entries if e.error is not None)
     if bad:
-        sys.stderr.write("relaxrepro ls: %d of %d manifests unreadable\n" % (bad, len(entries)))
+        say("relaxrepro ls: %d of %d manifests unreadable", bad, len(entries))
     elif not entries and not missing:
-        sys.stderr.write("relaxrepro ls: no manifest_*.json under %s\n" % ", ".join(dirs))
+        say("relaxrepro ls: no manifest_*.json under %s", ", ".join(dirs))
     return EXIT_FAIL if missing else EXIT_OK

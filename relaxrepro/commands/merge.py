@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -16,34 +16,34 @@ def run(args: argparse.Namespace) -> int:
     from ..manifest import nodes, writer
     from ..manifest.reader import ManifestError, load_manifest
 
-    def fail(message: str) -> int:
-        sys.stderr.write("relaxrepro merge: error: %s\n" % message)
+    def fail(template: str, *values: object) -> int:
+        say("relaxrepro merge: error: " + template, *values)
         return EXIT_USAGE
 
     try:
         doc = load_manifest(args.manifest)
     except ManifestError as exc:
-        return fail("%s: %s" % (args.manifest, exc))
+        return fail("%s: %s", args.manifest, exc)
     fragments = []
     for path in nodes.expand_paths(args.fragments):
         try:
             fragments.append(nodes.load_fragment(path, doc.run_id))
         except nodes.FragmentError as exc:
-            return fail("%s: %s" % (path, exc))
+            return fail("%s: %s", path, exc)
     if not fragments:
-        return fail("no node fragments (node_*.json) in %s" % ", ".join(args.fragments))
+        return fail("no node fragments (node_*.json) in %s", ", ".join(args.fragments))
     merged = nodes.merge_fragments(doc, fragments)
     for w in merged["collection"]["probes"]["nodes"]["warnings"]:
         if "reported twice" in w:
-            sys.stderr.write("relaxrepro: warning: %s\n" % w)
+            say("relaxrepro: warning: %s", w)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
                                       "manifest_%s.merged.json" % doc.run_id)
     result = writer.write(merged, path=out)
     for w in result.warnings:
-        sys.stderr.write("relaxrepro: warning: %s\n" % w)
+        say("relaxrepro: warning: %s", w)
     if result.path is None:
         return EXIT_FAIL
     for line in nodes.summarize_heterogeneity(merged):
-        sys.stderr.write("relaxrepro: %s\n" % line)
-    print(result.path)
+        say("relaxrepro: %s", line)
+    say("%s", result.path, out=sys.stdout)
     return EXIT_OK

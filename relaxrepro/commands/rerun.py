@@ -2,25 +2,25 @@
 
 Nothing from the file runs unless the user confirms. ``--dry-run`` prints a POSIX sh script to
 review, every recorded value quoted with :func:`shlex.quote` (``$(...)``, backticks, quotes and
-newlines stay literal arguments), and ``<HOME>`` as ``"${HOME}"``. ``--confirm`` resolves ``<HOME>`` to
-this machine's home, runs ``check`` first, refuses on FAIL, on redacted
-values nobody supplied, on a missing command or interpreter, and on a command that names the
-manifest being replayed; then runs the command and exits with its status. It never installs
-anything and never touches git state: a recorded patch is pointed at, not applied.
+newlines stay literal arguments), and ``<HOME>`` as ``"${HOME}"``; a value holding a control or
+line-breaking character is written as a bash ``$'...'`` word instead, which shows it (``\\e``, ``\\n``),
+and the script is then for bash. ``--confirm`` resolves ``<HOME>`` to this machine's home, runs ``check``
+first, refuses on FAIL, on redacted values nobody supplied, on a missing command or interpreter, and on a
+command that names the manifest being replayed; then runs the command and exits with its status. It never
+installs anything and never touches git state: a recorded patch is pointed at, not applied.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import sys
 
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
 from ..std.records import Record
-from ..std.text import safe_text
-from ._common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes
+from ..std.text import safe_lines, safe_text, shell_quote
+from ._common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -204,9 +204,18 @@ def names_manifest(p: Plan, manifest_path: str) -> Optional[str]:
 # -- the dry-run script ------------------------------------------------------------------------
 
 def _q(value: str) -> str:
-    """One shell word: quoted, with each ``<HOME>`` as ``"${HOME}"`` (the home of whoever runs the script)."""
+    """One shell word: quoted (``$'...'`` when it holds controls), each ``<HOME>`` as ``"${HOME}"``."""
     parts = value.split("<HOME>")
-    return '"${HOME}"'.join(shlex.quote(part) if part else "" for part in parts) or "''"
+    return '"${HOME}"'.join(shell_quote(part) if part else "" for part in parts) or "''"
+
+
+# The head of a script in which a value needed $'...' (in place of #!/bin/sh): dash would read $'\e' as
+# "$" and "\e" and run something other than what was recorded, so a plain sh stops at once instead.
+_BASH_ONLY = """#!/usr/bin/env bash
+# Some recorded values hold control characters or line breaks: they are written as bash $'...' words
+# whose escapes (\\e, \\n, \\xHH) show them. Run this script with bash.
+if [ -z "${BASH_VERSION:-}" ]; then echo 'relaxrepro: run this replay script with bash' >&2; exit 1; fi
+"""
 
 
 def _comment(value: Any) -> str:
@@ -239,9 +248,9 @@ def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
     out.append("")
     if p.interpreter and p.argv and p.argv[0] == p.interpreter:
         closest = _closest(p, env)
-        gone = "relaxrepro: the recorded interpreter %s is gone" % p.interpreter
+        gone = "relaxrepro: the recorded interpreter %s is gone" % safe_text(p.interpreter)
         if closest:
-            gone += " (closest match here: %s)" % closest
+            gone += " (closest match here: %s)" % safe_text(closest)
         out.append("# -- the training interpreter recorded in the manifest (Python %s)" % _comment(
             p.interpreter_version or "?"))
         out.append("if [ ! -x %s ]; then" % _q(p.interpreter))
@@ -266,7 +275,10 @@ def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
     else:
         out.append("echo 'relaxrepro: the manifest records no command' >&2")
         out.append("exit 1")
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    if "$'" in text:  # also for a value that merely spells $' (shlex-quoted): bash reads both alike
+        text = _BASH_ONLY + text[len("#!/bin/sh\n"):]
+    return text
 
 
 def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
@@ -274,7 +286,8 @@ def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
     if not repo.path or not repo.commit:
         lines.append("# (path or commit not recorded: cannot be verified)")
         return lines
-    fail = "relaxrepro: repo %s at %s is not at commit %s" % (repo.name, repo.path, repo.commit)
+    fail = "relaxrepro: repo %s at %s is not at commit %s" % (safe_text(repo.name), safe_text(repo.path),
+                                                                safe_text(repo.commit))
     lines += [
         "relaxrepro_head=$(git -C %s rev-parse HEAD 2>/dev/null) || relaxrepro_head=" % _q(repo.path),
         'if [ "$relaxrepro_head" != %s ]; then' % _q(repo.commit),
@@ -368,16 +381,16 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
             return EXIT_OK
         argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
     except Refusal as exc:
-        sys.stderr.write("relaxrepro rerun: refused: %s\n" % exc)
+        sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
         return EXIT_REFUSED
     from ..std import proc
 
-    sys.stderr.write("relaxrepro rerun: running %s\n" % safe_text(" ".join(shlex.quote(a) for a in argv), 400))
+    sys.stderr.write("relaxrepro rerun: running %s\n" % safe_text(" ".join(shell_quote(a) for a in argv), 400))
     sys.stderr.flush()
     sys.stdout.flush()
     result = proc.run_foreground(argv, env=run_env, cwd=cwd)
     if result.error:
-        sys.stderr.write("relaxrepro rerun: could not start %s: %s\n" % (safe_text(argv[0]), result.error))
+        say("relaxrepro rerun: could not start %s: %s", argv[0], result.error)
     return proc.exit_status(result)
 
 

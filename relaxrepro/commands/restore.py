@@ -20,7 +20,7 @@ from ..manifest.fields import scalar, section
 from ..std import proc
 from ..std.records import Record
 from ..std.text import safe_text
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -278,7 +278,7 @@ def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[M
     for n in notes:
         sys.stderr.write("relaxrepro restore: note: %s\n" % safe_text(n))
     for name in sorted(section(doc, "code"), key=str):
-        print(os.path.join(into, str(name)))
+        say("%s", os.path.join(into, str(name)), out=sys.stdout)
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..manifest.model import RUN_ID_ENV, output_dir
-from ._common import EXIT_FAIL, EXIT_USAGE
+from ._common import EXIT_FAIL, EXIT_USAGE, say
 from .generate import record_run
 
 TYPE_CHECKING = False
@@ -30,12 +30,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         code, doc, path, problems = record_run(args, command, env, "run")
     except Exception as exc:  # a bug of ours must not keep the training from running
-        sys.stderr.write("relaxrepro: warning: no manifest: internal error: %s: %s\n" % (type(exc).__name__, exc))
+        say("relaxrepro: warning: no manifest: internal error: %s: %s", type(exc).__name__, exc)
         code, doc, path, problems = None, None, None, []
     if code is not None:
         return code
     if path is not None:
-        sys.stderr.write("relaxrepro: manifest %s\n" % path)
+        say("relaxrepro: manifest %s", path)
     elif args.strict and doc is not None:
         sys.stderr.write("relaxrepro run: error: no manifest written; not running the command (--strict)\n")
         return EXIT_FAIL
@@ -52,11 +52,11 @@ def run(args: argparse.Namespace) -> int:
     result = proc.run_foreground(command, env=env)
     status = proc.exit_status(result)
     if result.error is not None:
-        sys.stderr.write("relaxrepro run: cannot start %s: %s\n" % (command[0], result.error))
+        say("relaxrepro run: cannot start %s: %s", command[0], result.error)
     if path is not None and doc is not None:
         # record() reads the file again: the trainer may have folded its own view into it meanwhile.
         warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
                                  run_id=str(doc.get("run_id")))
         if warning:
-            sys.stderr.write("relaxrepro: warning: %s\n" % warning)
+            say("relaxrepro: warning: %s", warning)
     return status

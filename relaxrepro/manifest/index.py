@@ -16,6 +16,7 @@ import os
 import re
 
 from ..std.records import Record
+from ..std.text import safe_format, safe_text
 from .model import READ_LIMIT_BYTES
 
 TYPE_CHECKING = False
@@ -330,7 +331,7 @@ def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
                      rel_path(e.path, cwd)])
     text = format_table(rows) if good else ""
     for e in bad:
-        text += "unreadable  %s: %s\n" % (rel_path(e.path, cwd), e.error)
+        text += safe_format("unreadable  %s: %s\n", rel_path(e.path, cwd), e.error)
     return text
 
 
@@ -343,9 +344,11 @@ def rel_path(path: str, cwd: str) -> str:
 
 
 def format_table(rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell; the last column is never padded."""
+    """Columns padded to their widest cell; the last column is never padded. Every cell is one escaped
+    line (:func:`safe_text`): a value from a manifest can neither break a row nor act on the terminal."""
     if not rows:
         return ""
+    rows = [[safe_text(cell) for cell in r] for r in rows]
     widths = [0] * max(len(r) for r in rows)
     for r in rows:
         for i, cell in enumerate(r[:-1]):

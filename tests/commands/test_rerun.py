@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +23,12 @@ ECHO = ("import json, os, sys; print(json.dumps({'args': sys.argv[1:], 'cwd': os
 
 NASTY = ["$(touch pwned1)", "`touch pwned2`", "a'b\"c", "two\nlines", "; touch pwned3 #", "$HOME", "*", "-",
          "\\", "--opt=x y", ""]
+PLAIN = [a for a in NASTY if "\n" not in a]  # a POSIX sh script holds these as they are
+
+# What a terminal acts on or hides (a screen clear, an OSC title, an 8-bit CSI, CR, a newline, a
+# right-to-left override, a tab) and a byte that was not UTF-8 (kept by surrogateescape).
+HOSTILE = ["\x1b[2J", "\x1b]0;pwned\x07", "\x9b31m", "a\rb", "two\nlines\n", "\u202eevil", "a\tb",
+           "raw\udc80byte", "$'x' \\e \\n '\\''", "$(touch pwned1)\n`touch pwned2`"]
 
 
 def _manifest(tmp_path, argv, *, env=None, cwd=None, repo=None, commit=None, **extra):
@@ -55,15 +63,38 @@ def _sh(tmp_path, text, **env):
 
 
 def test_dry_run_script_keeps_shell_metacharacters_literal(tmp_path):
-    m, doc = _manifest(tmp_path, ["python", "-c", ECHO] + NASTY)
+    m, doc = _manifest(tmp_path, ["python", "-c", ECHO] + PLAIN)
     text = _script(m)
-    assert text.startswith("#!/bin/sh\n")
+    assert text.startswith("#!/bin/sh\n# Replay of run ")
     res = _sh(tmp_path, text)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
-    assert out == {"args": NASTY, "cwd": doc["command"]["cwd"], "env": "$(touch pwned4) `x` 'q'"}
+    assert out == {"args": PLAIN, "cwd": doc["command"]["cwd"], "env": "$(touch pwned4) `x` 'q'"}
     assert not list(tmp_path.rglob("pwned*"))
     assert "exec %s -c " % sys.executable in text  # the recorded interpreter, not python on PATH
+
+
+def test_control_characters_are_shown_as_bash_escapes_and_replayed_exactly(tmp_path):
+    work = tmp_path / ("w\x1b]0;pwned\x07\nx")
+    m, doc = _manifest(tmp_path, ["python", "-c", ECHO] + HOSTILE, cwd=str(work),
+                       env={"NCCL_TEST_VALUE": "\x1b[2J\r\n\x9b"})
+    text = _script(m)
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\ud800-\udfff]", text)
+    assert text.startswith("#!/usr/bin/env bash\n")
+    assert "export NCCL_TEST_VALUE=$'\\e[2J\\r\\n\\xc2\\x9b'\n" in text
+    assert "cd $'%s/w\\e]0;pwned\\x07\\nx'\n" % tmp_path in text
+    path = tmp_path / "replay.sh"
+    path.write_text(text)
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True).returncode == 0
+    res = subprocess.run(["bash", str(path)], capture_output=True, text=True, env=clean_env(), cwd=str(tmp_path),
+                         timeout=60, errors="surrogateescape")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout) == {"args": HOSTILE, "cwd": str(work), "env": "\x1b[2J\r\n\x9b"}
+    assert not list(tmp_path.rglob("pwned*"))
+    # dash would take $'...' for "$" and a quoted word: a plain sh stops before running anything
+    if shutil.which("dash"):
+        res = subprocess.run(["dash", str(path)], capture_output=True, text=True, cwd=str(tmp_path), timeout=60)
+        assert (res.returncode, res.stdout, res.stderr) == (1, "", "relaxrepro: run this replay script with bash\n")
 
 
 def test_dry_run_script_stops_when_a_repo_is_not_at_its_commit(tmp_path):

@@ -35,16 +35,20 @@ def run_cli(
     python: str = sys.executable,
     timeout: float = 60,
     stdin: Optional[str] = None,
+    text: bool = True,
 ) -> subprocess.CompletedProcess:
-    """Run ``python -m relaxrepro ARGS`` in a child process, like a user's shell would."""
+    """Run ``python -m relaxrepro ARGS`` in a child process, like a user's shell would.
+
+    ``text=False``: stdout and stderr as the bytes written (no newline translation: a ``\\r`` stays).
+    """
     return subprocess.run(
         [python, "-m", "relaxrepro", *args],
         env=env if env is not None else clean_env(),
         cwd=str(cwd) if cwd else None,
         capture_output=True,
-        text=True,
+        text=text,
         timeout=timeout,
-        input=stdin,
+        input=stdin if text or stdin is None else stdin.encode(),
     )
 
 
