@@ -236,15 +236,20 @@ def _files(value: Any) -> List[str]:
 
 def _diff_patch(a: Any, b: Any) -> Optional[Change]:
     da, db = _patch_digest(a), _patch_digest(b)
-    if da == db:
+    # A patch not taken in full (git diff timed out, too big) proves nothing by its digest: two such
+    # patches with the same stored part may still differ, so the pair is never called the same.
+    why = fields.patch_incomplete(a) or fields.patch_incomplete(b)
+    if da == db and not why:
         return None
     fa, fb = _files(a), _files(b)
-    kind = "added" if da is None else "removed" if db is None else "changed"
+    kind = "added" if da is None and not why else "removed" if db is None and not why else "changed"
     extra = {
         "files": sorted(set(fa) | set(fb)),
         "files_added": sorted(set(fb) - set(fa)),
         "files_removed": sorted(set(fa) - set(fb)),
     }
+    if why:
+        extra["incomplete"] = why
     return Change("code", "", kind, da if da is not None else MISSING, db if db is not None else MISSING,
                   extra=extra)
 
@@ -323,6 +328,9 @@ def _line(c: Change) -> str:
         files = c.extra.get("files") or []
         what = {"added": "uncommitted changes appeared", "removed": "uncommitted changes gone",
                 "changed": "uncommitted changes differ"}[c.kind]
+        if c.extra.get("incomplete"):
+            what = "uncommitted changes not fully recorded (%s), cannot tell whether they differ" % safe_text(
+                c.extra["incomplete"], 120)
         marks = []
         for f in files:
             sign = "+" if f in c.extra.get("files_added", ()) else "-" if f in c.extra.get("files_removed", ()) else ""

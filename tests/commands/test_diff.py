@@ -102,6 +102,23 @@ def test_patch_change_names_its_files(tmp_path):
                      "files_removed": ["a.py"]}
 
 
+def test_two_incomplete_patches_with_the_same_stored_part_are_never_identical(tmp_path):
+    # git diff timed out in both runs: what was kept is the same, the changes themselves may not be
+    patch = {"stored_sha256": "3" * 64, "files": ["big.bin"], "incomplete": "git diff did not finish in 4 s",
+             "incomplete_reason": "timeout"}
+    old = base_manifest()
+    old["code"]["proj"].update(dirty=True, patch=dict(patch))
+    new = modified(old, "code.proj.patch", dict(patch))
+    rc, out, _ = _run(tmp_path, old, new)
+    assert rc == 1
+    assert ("  ~ proj.patch  uncommitted changes not fully recorded (timeout: git diff did not finish in 4 s),"
+            " cannot tell whether they differ: big.bin") in out
+    assert "identical" not in out
+    doc = json.loads(_run(tmp_path, old, new, "--json")[1])
+    assert doc["identical"] is False
+    assert doc["changes"][0]["incomplete"] == "timeout: git diff did not finish in 4 s"
+
+
 def test_json_is_exact(tmp_path):
     old = base_manifest()
     new = modified(old, "code.proj.commit", SHA_B)
