@@ -11,6 +11,7 @@ import json
 import sys
 
 from ..manifest import index
+from ..manifest.fields import patch_incomplete
 from ..manifest.flat import ARG_DEPTH, cell, flatten
 from ..std.text import safe_format
 from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
@@ -21,6 +22,9 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from typing import Any, Dict, List, Sequence
 
 GROUP_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
+
+
+_NOT_FULLY_RECORDED = " patch:not fully recorded"
 
 
 def values(doc: Dict[str, Any]) -> Dict[str, Any]:
@@ -39,7 +43,9 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
             if isinstance(repo, dict):
                 cell = index.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
                 patch = repo.get("patch")
-                if repo.get("dirty") and isinstance(patch, dict) and isinstance(patch.get("sha256"), str):
+                if repo.get("dirty") and patch_incomplete(patch):
+                    cell += _NOT_FULLY_RECORDED
+                elif repo.get("dirty") and isinstance(patch, dict) and isinstance(patch.get("sha256"), str):
                     cell += " patch:" + patch["sha256"][:7]
                 out["code.%s" % name] = cell
     return out
@@ -69,7 +75,9 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
     varying = {}
     for k in keys:
         column = [f.get(k) for f in flat]
-        if any(v != column[0] for v in column[1:]):
+        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same".
+        if any(v != column[0] for v in column[1:]) or (
+                len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
             varying[k] = column
     return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": unreadable}
 

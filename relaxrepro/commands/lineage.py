@@ -7,6 +7,7 @@ import os
 import sys
 
 from ..manifest import index
+from ..manifest.fields import patch_digest, patch_incomplete
 from ..manifest.flat import ARG_DEPTH, cell, changed, flatten
 from ..manifest.index import gpu_cell, rel_path, repos, short, time_cell
 from ..manifest.reader import ManifestError, load_manifest
@@ -124,6 +125,12 @@ def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
         elif a["commit"] != b["commit"] or bool(a["dirty"]) != bool(b["dirty"]):
             code.append("%s %s%s -> %s%s" % (name, short(a["commit"]), "*" if a["dirty"] else "",
                                            short(b["commit"]), "*" if b["dirty"] else ""))
+        elif a["dirty"]:
+            pa, pb = _patch(old, name), _patch(new, name)
+            if patch_incomplete(pa) or patch_incomplete(pb):
+                code.append("%s uncommitted changes not fully recorded" % name)
+            elif patch_digest(pa) != patch_digest(pb):
+                code.append("%s uncommitted changes differ" % name)
     if code:
         parts.append("code: " + ", ".join(code))
     for label, where in (("args", ("config", "resolved_args")), ("env", ("config", "selected_env")),
@@ -136,6 +143,11 @@ def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
     if gpu_cell(old) != gpu_cell(new):
         parts.append("gpus: %s -> %s" % (gpu_cell(old), gpu_cell(new)))
     return "; ".join(parts) if parts else "no change in code, args, env, packages or GPUs"
+
+
+def _patch(doc: Dict[str, Any], name: str) -> Any:
+    repo = doc["code"][name]  # present: repos() listed it
+    return repo.get("patch")
 
 
 def _flat(doc: Dict[str, Any], where: Sequence[str]) -> Dict[str, Any]:

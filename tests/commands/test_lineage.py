@@ -257,3 +257,26 @@ def test_a_lookup_on_a_hung_filesystem_is_abandoned(tmp_path, monkeypatch):
     assert out.warnings == [
         "looking for parent %s took over 0.3 s (a slow filesystem?); recorded as given" % (tmp_path / "a"),
         "looking for runs behind checkpoint arguments took over 0.3 s; none recorded"]
+
+
+def _two_dirty(tmp_path, patch_b, patch_c):
+    b = make_doc("B", generated_at="2026-01-02T00:00:00Z",
+                 code={"repo": {"commit": "2" * 40, "dirty": True, "patch": patch_b}})
+    c = make_doc("C", generated_at="2026-01-03T00:00:00Z",
+                 code={"repo": {"commit": "2" * 40, "dirty": True, "patch": patch_c}},
+                 lineage={"parent": {"run_id": "B", "reason": "explicit", "found": True}})
+    for d in (b, c):
+        put(tmp_path / "runs" / d["run_id"], d)
+    res = run_cli("lineage", "C", "runs", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.splitlines()[1]
+
+
+def test_lineage_names_a_step_whose_uncommitted_changes_differ(tmp_path):
+    assert _two_dirty(tmp_path, {"sha256": "a" * 64}, {"sha256": "b" * 64}) == (
+        "  | explicit: code: repo uncommitted changes differ")
+
+
+def test_lineage_never_calls_patches_not_taken_in_full_unchanged(tmp_path):
+    cut = {"stored_sha256": "a" * 64, "incomplete": "git diff did not finish in 4 s", "incomplete_reason": "timeout"}
+    assert _two_dirty(tmp_path, cut, dict(cut)) == "  | explicit: code: repo uncommitted changes not fully recorded"

@@ -183,6 +183,18 @@ def test_compare_shows_only_what_varies(tmp_path):
     assert "arg.steps" not in js["varying"] and "env.NCCL_DEBUG" not in js["varying"]
 
 
+def test_compare_shows_patches_not_taken_in_full_even_when_their_cells_match(tmp_path):
+    cut = {"stored_sha256": "a" * 64, "incomplete": "git diff did not finish in 4 s", "incomplete_reason": "timeout"}
+    for run_id in ("cut1", "cut2"):
+        put(tmp_path / "runs" / run_id, make_doc(run_id, lineage={"group": "g"},
+                                                 code={"relax": {"commit": "a" * 40, "dirty": True,
+                                                                 "patch": dict(cut)}}))
+    res = run_cli("compare", "--group", "g", "runs", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == (
+        "code.relax  aaaaaaa* patch:not fully recorded  aaaaaaa* patch:not fully recorded")
+
+
 def test_compare_of_an_unknown_group(tmp_path):
     _sweep(tmp_path)
     res = run_cli("compare", "--group", "nope", "runs", cwd=tmp_path)
