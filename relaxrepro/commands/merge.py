@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 def run(args: argparse.Namespace) -> int:
     from ..manifest import nodes, writer
+    from ..manifest.model import valid_run_id
     from ..manifest.reader import ManifestError, load_manifest
 
     def fail(template: str, *values: object) -> int:
@@ -36,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     for w in merged["collection"]["probes"]["nodes"]["warnings"]:
         if "reported twice" in w:
             say("relaxrepro: warning: %s", w)
+    if not args.output and not valid_run_id(doc.run_id):
+        # The default name is made of the run id: a hostile one ("../x", "a/b") would steer the write.
+        return fail("%s: run id %s cannot name a file; name the output with -o", args.manifest, doc.run_id)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
                                       "manifest_%s.merged.json" % doc.run_id)
     result = writer.write(merged, path=out)

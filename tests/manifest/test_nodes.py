@@ -288,6 +288,19 @@ def test_bad_manifest_is_refused(merge_dir):
         "relaxrepro merge: error: %s: unsupported schema_version 2.0: this relaxrepro reads 1.x" % m
 
 
+def test_a_run_id_that_is_not_a_file_name_never_steers_the_default_output(merge_dir):
+    tmp_path, m, good = merge_dir
+    (tmp_path / "manifest_x").mkdir()  # manifest_x/../../out.merged.json: beside the manifest's folder
+    m.write_text(json.dumps(dict(base_manifest(), run_id="x/../../out")))
+    for f in good:
+        f.write_text(json.dumps(dict(json.loads(f.read_text()), run_id="x/../../out")))
+    assert _refused(tmp_path, m, *good) == (
+        "relaxrepro merge: error: %s: run id x/../../out cannot name a file; name the output with -o" % m)
+    assert not (tmp_path.parent / "out.merged.json").exists()
+    res = run_cli("merge", str(m), *map(str, good), "-o", str(tmp_path / "named.json"))
+    assert res.returncode == 0, res.stderr
+
+
 def test_the_same_node_twice_is_merged_once_with_a_warning(merge_dir):
     tmp_path, m, good = merge_dir
     res = run_cli("merge", str(m), str(good[0]), str(good[0]))
