@@ -258,12 +258,14 @@ def safe_name(name: str) -> str:
 _safe_name = safe_name  # the foundation's name, kept for callers written against it
 
 
-def fit(doc: Dict[str, Any], limit: int = CAP_BYTES) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
+def fit(doc: Dict[str, Any], limit: int = CAP_BYTES, cuts: Optional[List[str]] = None
+        ) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
     """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars).
 
     Over the limit, the largest offenders go first, only as many as it takes: a patch body to its sidecar,
     a config file's content, a huge string to its head, a huge list or map to its first items or its key
-    entries and a sample. Each cut is noted in ``collection.truncated`` (dotted path, what was there).
+    entries and a sample. Each cut is noted in ``collection.truncated`` (dotted path, what was there) and,
+    given ``cuts``, appended to it too (the notes the limit caused, not a patch's usual move to its sidecar).
     """
     run_id = str(doc.get("run_id", "run"))
     notes = _notes(doc)  # a merge's or an earlier write's notes stay true
@@ -278,13 +280,14 @@ def fit(doc: Dict[str, Any], limit: int = CAP_BYTES) -> Tuple[bytes, Dict[str, A
 
     doc = copy.deepcopy(doc)
     done: set = set()
+    first_cut = len(notes)
     for level in LEVELS:
         while True:
-            cuts = _offenders(doc, level, done)
-            if not cuts:
+            offenders = _offenders(doc, level, done)
+            if not offenders:
                 break
             over, saved, taken = len(data) - limit, 0, []  # type: ignore[var-annotated]
-            for cut in cuts:
+            for cut in offenders:
                 if any(_overlaps(cut[2], t) for t in taken):
                     continue  # within this round the cuts are disjoint, so each one's container is still there
                 notes.append(_cut(cut, level, sidecars, run_id))
@@ -296,11 +299,16 @@ def fit(doc: Dict[str, Any], limit: int = CAP_BYTES) -> Tuple[bytes, Dict[str, A
             _note(doc, notes)
             data = serialize(doc)
             if len(data) <= limit:
+                if cuts is not None:
+                    cuts.extend(notes[first_cut:])
                 return data, doc, sidecars
     # Last resort: keep only what identifies the run and says what happened.
     keep = {k: doc[k] for k in ("schema_version", "run_id", "generated_at") if k in doc}
     keep.update({k: {} for k in ("command", "code", "config", "environment", "hardware", "runtime", "training")})
-    keep["collection"] = {"truncated": notes + ["every section dropped: the document stayed over %d bytes" % limit]}
+    notes.append("every section dropped: the document stayed over %d bytes" % limit)
+    keep["collection"] = {"truncated": notes}
+    if cuts is not None:
+        cuts.extend(notes[first_cut:])
     return serialize(keep), keep, sidecars
 
 
@@ -490,7 +498,8 @@ def write(
         directory = "."
     taken = ""  # the file whose run id a clash made this write give up
     for _ in range(retries):
-        data, written, sidecars = fit(doc)
+        cuts: List[str] = []
+        data, written, sidecars = fit(doc, cuts=cuts)
         if path is not None:
             target = path
         else:
@@ -525,9 +534,8 @@ def write(
             result.warnings.append("run id %s is taken (%s exists): wrote %s under run id %s instead" % (
                 written_id(taken), taken, target, result.run_id))
         result.warnings.extend(lost)
-        if isinstance(written.get("collection"), dict) and written["collection"].get("truncated"):
-            result.warnings.append("manifest over %d bytes: %s" % (
-                CAP_BYTES, "; ".join(written["collection"]["truncated"][:3])))
+        if cuts:
+            result.warnings.append("manifest over %d bytes: %s" % (CAP_BYTES, "; ".join(cuts[:3])))
         return result
     result.warnings.append("could not find a free run id in %s after %d tries" % (directory, retries))
     return result

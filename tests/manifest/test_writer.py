@@ -145,7 +145,15 @@ def test_size_cap_moves_patch_to_sidecar_first(tmp_path):
     assert "text" not in patch and patch["sha256"] == "f" * 64 and patch["files"] == ["x"]
     assert (tmp_path / patch["sidecar"]).read_text() == patch_text
     assert written["collection"]["truncated"] == ["code.relax.patch.text moved to sidecar %s" % patch["sidecar"]]
+    assert res.warnings == []  # a big patch always lives in its sidecar: nothing was cut for the cap
     validate_manifest(written)
+
+
+def test_a_cut_for_the_cap_is_a_warning(tmp_path):
+    res = writer.write(_doc(config={"selected_env": {"NCCL_DEBUG": "x" * 200000}}), directory=str(tmp_path),
+                       redactor=NO_REDACT)
+    assert res.path and res.warnings == [
+        "manifest over 100000 bytes: config.selected_env.NCCL_DEBUG: kept the first 256 of 200000 bytes"]
 
 
 def test_size_cap_then_shortens_long_maps_keeping_key_packages_and_a_sample():
