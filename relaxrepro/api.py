@@ -293,10 +293,7 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
             earlier = getattr(manifest, "path", None)
             if earlier and os.path.isfile(earlier) and _same_dir(os.path.dirname(earlier), target):
                 return earlier
-            try:
-                os.makedirs(target, exist_ok=True)
-            except OSError:
-                pass  # manifest.write names the reason
+            target = session.output_directory(target, os.environ)  # created, as generate and run do
             # Redacted again (the trainer may have changed it) with the policy it was collected with;
             # follows a fresh run id taken on a clash.
             result = session.write(manifest, directory=target)

@@ -178,7 +178,9 @@ def _add_generate_options(gen: argparse.ArgumentParser) -> None:
     out.add_argument("--output-dir", metavar="DIR",
                      help="directory for manifest_<run-id>.json (default: $RELAXREPRO_OUTPUT_DIR, else .)")
     gen.add_argument("--run-id", metavar="ID", help="use this run id instead of a fresh one")
-    gen.add_argument("--strict", action="store_true", help="exit 1 when a probe failed or nothing was written")
+    gen.add_argument("--strict", action="store_true",
+                     help="exit 1 when a probe failed, nothing was written or the --run-id was taken")
+    gen.add_argument("-q", "--quiet", action="store_true", help="do not print the warnings of probes that are not ok")
     gen.add_argument("--all-ranks", action="store_true",
                      help="write on every rank (default: only rank 0 by RANK, else SLURM_PROCID)")
     gen.add_argument("--print", dest="print_doc", action="store_true", help="also print the manifest to stdout")

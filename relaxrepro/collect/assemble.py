@@ -65,3 +65,16 @@ def probe_problems(doc: Dict[str, Any]) -> List[str]:
             first = (entry.get("warnings") or [""])[0]
             out.append("%s %s%s" % (name, entry["status"], (": " + first) if first else ""))
     return out
+
+
+def probe_warnings(doc: Dict[str, Any]) -> List[str]:
+    """One line per warning of each probe that is not ok (partial, failed, timed out), for stderr: a run
+    missing its packages or its data digest says so. Absent probes (no GPU, no Ray) are no news."""
+    out = []
+    probes = ((doc.get("collection") or {}).get("probes") or {})
+    for name in sorted(probes):
+        entry = probes[name]
+        if isinstance(entry, dict) and entry.get("status") in ("partial", "failed", "timeout"):
+            for warning in [w for w in entry.get("warnings") or () if isinstance(w, str) and w] or [""]:
+                out.append("%s %s%s" % (name, entry["status"], (": " + warning) if warning else ""))
+    return out

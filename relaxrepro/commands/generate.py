@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..manifest.model import RUN_ID_ENV, output_dir, valid_run_id
+from ..manifest.model import RUN_ID_ENV, valid_run_id
 from ..record import session
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos, say
 
@@ -62,7 +62,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     redactor = _redactor(args, env, verb)
     if redactor is None:
         return EXIT_USAGE, None, None, []
-    directory = None if args.output else output_dir(args.output_dir, env)
+    directory = None if args.output else session.output_directory(args.output_dir, env)
     options = {"parent": args.parent, "group": args.group, "note": args.note,
                "output_dir": directory or os.path.dirname(os.path.abspath(args.output)),
                "env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
@@ -80,7 +80,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank
     problems = assemble.probe_problems(doc)
-    for line in problems:
+    for line in [] if args.quiet else assemble.probe_warnings(doc):
         say("relaxrepro: warning: probe %s", line)  # may quote a tool's stderr
     unfound = session.unfound_parent(doc)
     if unfound:
@@ -91,6 +91,11 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
         say("relaxrepro: warning: %s", w)
     if args.print_doc:
         _print_doc(doc)
+    if args.strict and result.path is not None and args.run_id is not None and result.run_id != args.run_id:
+        # Node fragments carry the run id given: under another one, merge cannot match them.
+        say("relaxrepro %s: error: run id %s is taken (--strict)%s", verb, args.run_id,
+            "; not running the command" if verb == "run" else "")
+        return EXIT_FAIL, doc, result.path, problems
     return None, doc, result.path, problems
 
 
@@ -126,7 +131,7 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options,
                   redactor=redactor)
     frag = node.collect_fragment(ctx)  # redacted once, with this policy (its redacted_by)
-    path = args.output or os.path.join(output_dir(args.output_dir, env), fragment_filename(frag))
+    path = args.output or os.path.join(session.output_directory(args.output_dir, env), fragment_filename(frag))
     result = session.write(frag, path=path, env=env, redactor=redactor)  # so not redacted again
     for w in result.warnings:
         say("relaxrepro: warning: %s", w)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..manifest.model import RUN_ID_ENV, output_dir
+from ..manifest.model import RUN_ID_ENV
 from ._common import EXIT_FAIL, EXIT_USAGE, say
 from .generate import record_run
 
@@ -21,12 +21,6 @@ def run(args: argparse.Namespace) -> int:
                          "e.g. relaxrepro run -- python train.py\n")
         return EXIT_USAGE
     env = dict(os.environ)
-    if not args.output:
-        out_dir = output_dir(args.output_dir, env)
-        try:  # the run's log directory often does not exist before the run, as with the API
-            os.makedirs(out_dir, exist_ok=True)
-        except OSError:
-            pass  # the write names the reason
     try:
         code, doc, path, problems = record_run(args, command, env, "run")
     except Exception as exc:  # a bug of ours must not keep the training from running

@@ -54,6 +54,13 @@ _KEY_PATTERN = re.compile(
     r"^(?:nvidia-(?:cuda-runtime|cuda-nvrtc|cudnn|nccl|cublas)(?:-cu\d+)?|transformer-engine-[a-z0-9]+|pytorch-triton)$"
 )
 
+KEY_VARIABLES: Tuple[str, ...] = (
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE",
+)
+KEY_VARIABLE_PREFIXES: Tuple[str, ...] = ("NCCL_",)
+"""Environment variables that decide which devices a run sees and what it computes: kept, like the key
+packages, when the size cap summarises a map of thousands of entries."""
+
 OUTPUT_DIR_ENV = "RELAXREPRO_OUTPUT_DIR"
 """Where manifests go when no directory is given (``generate``, ``run``, the API)."""
 
@@ -68,6 +75,11 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 def is_key_package(name: str) -> bool:
     """Whether a (PEP 503 normalised) package name is a key package or part of the CUDA stack as wheels."""
     return name in KEY_PACKAGES or bool(_KEY_PATTERN.match(name))
+
+
+def is_key_entry(name: str) -> bool:
+    """Whether a map entry named ``name`` (a package or an environment variable) is kept when its map is cut."""
+    return is_key_package(name) or name in KEY_VARIABLES or name.startswith(KEY_VARIABLE_PREFIXES)
 
 
 def output_dir(given: Any, env: Mapping[str, str]) -> str:

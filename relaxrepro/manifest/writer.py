@@ -1,18 +1,22 @@
 """Serialise, fit under the size cap, and write atomically without ever overwriting.
 
-The degradation order, applied one step at a time until the document fits ``CAP_BYTES``:
+A patch over ``INLINE_PATCH_BYTES`` (or not UTF-8) always lives in a sidecar file beside the manifest,
+so several dirty repositories still leave room for the rest. A document still over ``CAP_BYTES`` loses
+its largest offenders first, one at a time, only as many as it takes, so that one huge value cannot
+cost the small fields that matter (key packages, ``CUDA_VISIBLE_DEVICES``, ``NCCL_*``, the GPU summary):
 
-1. patch bodies leave the document (kept as sidecar files beside the manifest), largest first,
-   keeping their sha256, size and file list; a patch over ``INLINE_PATCH_BYTES`` (or not UTF-8)
-   always lives in its sidecar, so several dirty repositories still leave room for the rest;
-2. inline config file contents go, keeping path, size and sha256;
-3. long lists and maps (packages, untracked files, nodes, ...) keep their key entries plus a digest
-   of the full list;
-4. any string over 1 KB is cut to its head with a digest of the whole.
+- a patch body moves to its sidecar (sha256, size and file list stay);
+- a config file's inline content goes (path, size and sha256 stay);
+- a string over 1 KB keeps its head and says how many bytes were cut, with the whole one's sha256;
+- a list of thousands keeps its first items, a map its key entries and a bounded sample, beside a
+  ``<name>_truncated`` count and digest of the whole.
 
-Each step leaves a note in ``collection.truncated``. A write that cannot happen returns a warning,
-never raises, and leaves nothing half-written: the file appears under its final name complete or not
-at all (temp file in the same directory, fsync, then link/rename).
+A second, harder level runs only when the first finds nothing more to cut, then a last resort.
+Each cut leaves a note in ``collection.truncated``: the dotted path and what was there.
+
+A write that cannot happen returns a warning, never raises, and leaves nothing half-written: the file
+appears under its final name complete or not at all (temp file in the same directory, fsync, then
+link/rename).
 """
 
 from __future__ import annotations
@@ -26,16 +30,13 @@ import threading
 
 from ..std.records import Record
 from ..std.sha import sha256_hex
-from .model import CAP_BYTES, KEY_PACKAGES, new_run_id
+from .model import CAP_BYTES, is_key_entry, new_run_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Optional, Sequence, Tuple
 
     from .redact import Redactor
-
-_KEEP_PACKAGES = frozenset(KEY_PACKAGES)
-
 
 class WriteResult(Record):
     """Where a manifest went (``path`` None: nowhere, see ``warnings``) and under which ``run_id``: a clash
@@ -87,13 +88,19 @@ def serialize(doc: Dict[str, Any]) -> bytes:
 
 # -- fitting under the cap --------------------------------------------------------------------
 
-Step = "Callable[[Dict[str, Any], Dict[str, bytes], str], List[str]]"  # annotations only
-
-
 INLINE_PATCH_BYTES = 32_000
 """A patch body over this always lives in its sidecar (not a degradation: several dirty repos must
 still leave the manifest room under the cap)."""
 
+LEVELS: Tuple[Tuple[int, int, int, int, int, int], ...] = (
+    # (a string over this many bytes, keeps its head of; a list over, keeps its first; a map over, keeps a sample of)
+    (1024, 256, 32, 16, 64, 32),
+    (256, 64, 8, 4, 16, 8),
+)
+"""How hard fitting cuts: the second level only when the first finds nothing more to cut."""
+
+KEY_KEPT = 64
+"""At most this many key entries (:func:`~relaxrepro.manifest.model.is_key_entry`) survive a map's cut."""
 
 def _patches(doc: Dict[str, Any]) -> List[Tuple[str, Dict[str, Any]]]:
     code = doc.get("code")
@@ -143,81 +150,101 @@ def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dic
     return doc, sidecars, notes
 
 
-def _drop_patch_bodies(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str,
-                       limit: Optional[int] = None) -> List[str]:
-    """Largest patch first, only as many as it takes to fit ``limit`` (all when no limit)."""
-    notes = []
-    patches = sorted(_patches(doc), key=lambda np: (-len(np[1].get("text") or np[1].get("text_base64") or ""),
-                                                    np[0]))
-    for name, patch in patches:
-        if limit is not None and len(serialize(doc)) + 1024 <= limit:  # room for the notes
-            break
-        sidecar = _to_sidecar(name, patch, sidecars, run_id)
-        notes.append("code.%s.patch.text moved to sidecar %s" % (name, sidecar))
-    return notes
+Cut = "Tuple[int, str, Tuple[Any, ...], Any, Any, str]"
+"""(bytes cutting it alone saves, dotted path, path, its container, its key there, kind); annotations only."""
 
 
-def _drop_config_contents(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
-    notes = []
-    files = (doc.get("config") or {}).get("files") if isinstance(doc.get("config"), dict) else None
-    if isinstance(files, list):
-        for i, f in enumerate(files):
-            if isinstance(f, dict) and "content" in f:
-                f.pop("content")
-                notes.append("config.files[%d].content dropped" % i)
-    return notes
+def _string_kind(path: Tuple[Any, ...]) -> str:
+    if len(path) == 4 and path[0] == "code" and path[2] == "patch" and path[3] in ("text", "text_base64"):
+        return "sidecar"  # a patch is never cut: restore needs it whole
+    if len(path) == 4 and path[:2] == ("config", "files") and path[3] == "content":
+        return "drop"  # its path, size and sha256 stay
+    return "string"
 
 
-def _shorten_collections(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
-    notes: List[str] = []
+def _group(name: Any) -> str:
+    return str(name).replace("-", "_").replace(".", "_").partition("_")[0]
 
-    def visit(node: Any, where: str) -> None:
+
+def kept_entries(node: Dict[Any, Any], sample: int) -> List[Any]:
+    """The entries a cut map keeps: its key entries, then a sample taking the smallest families of names
+    first, so that 10,000 ``MYVAR_*`` variables give way before ``SLURM_JOB_ID`` does."""
+    names = sorted(node, key=str)
+    key = [n for n in names if is_key_entry(str(n))][:KEY_KEPT]
+    chosen = set(key)
+    families: Dict[str, int] = {}
+    for n in names:
+        families[_group(n)] = families.get(_group(n), 0) + 1
+    rest = sorted((n for n in names if n not in chosen), key=lambda n: (families[_group(n)], str(n)))
+    return key + rest[:sample]
+
+
+def _offenders(doc: Dict[str, Any], level: Tuple[int, ...], done: set) -> List[Cut]:
+    """Everything fitting may cut at ``level``, the largest saving first. Sizes are estimates (for the order
+    only): the caller serialises to see whether the document fits."""
+    string_max, head, list_max, list_keep, map_max, sample = level
+    found: List[Cut] = []
+
+    def cuttable(parent: Any, key: Any, where: str) -> bool:
+        return isinstance(parent, dict) and where not in done and "%s_truncated" % key not in parent
+
+    def size(node: Any, parent: Any, key: Any, path: Tuple[Any, ...], where: str) -> int:
+        depth = len(path)
+        if isinstance(node, str):
+            n = len(node) + 2
+            if n > string_max and depth >= 2 and cuttable(parent, key, where):
+                kind = _string_kind(path)
+                found.append((n - head - 96 if kind == "string" else n, where, path, parent, key, kind))
+            return n
         if isinstance(node, dict):
-            for k in list(node):
-                v = node[k]
-                path = "%s.%s" % (where, k) if where else k
-                if isinstance(v, dict) and len(v) > 64 and all(not isinstance(x, (dict, list)) for x in v.values()):
-                    kept = {n: x for n, x in v.items() if n in _KEEP_PACKAGES or n.startswith("nvidia-")}
-                    node[k] = kept
-                    node[k + "_truncated"] = {"count": len(v), "sha256": _digest(v)}
-                    notes.append("%s: kept %d of %d entries (digest of all in %s_truncated)"
-                                 % (path, len(kept), len(v), k))
-                elif isinstance(v, list) and len(v) > 32:
-                    node[k] = v[:16]
-                    node[k + "_truncated"] = {"count": len(v), "sha256": _digest(v)}
-                    notes.append("%s: kept 16 of %d items" % (path, len(v)))
-                else:
-                    visit(v, path)
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                visit(v, "%s[%d]" % (where, i))
-
-    for section in sorted(doc):
-        if section != "collection":
-            visit(doc[section], section)
-    return notes
-
-
-def _cut_long_strings(doc: Dict[str, Any], sidecars: Dict[str, bytes], run_id: str) -> List[str]:
-    notes: List[str] = []
-
-    def visit(node: Any, where: str) -> Any:
-        if isinstance(node, str) and len(node) > 1024:
-            notes.append("%s: cut from %d characters" % (where, len(node)))
-            return node[:256] + "<cut: %d chars, sha256 %s>" % (len(node), sha256_hex(node.encode()))
-        if isinstance(node, dict):
-            return {k: visit(v, "%s.%s" % (where, k) if where else k) for k, v in node.items()}
+            sizes = {k: len(str(k)) + depth + 6 + (0 if path == ("collection",) and k == "truncated" else
+                                                   size(v, node, k, path + (k,), "%s.%s" % (where, k) if where else k))
+                     for k, v in node.items()}
+            total = sum(sizes.values()) + depth + 2
+            if len(node) > map_max and depth >= 2 and cuttable(parent, key, where):
+                kept = sum(sizes[k] for k in kept_entries(node, sample))
+                found.append((total - kept - 128, where, path, parent, key, "map"))
+            return total
         if isinstance(node, list):
-            return [visit(v, "%s[%d]" % (where, i)) for i, v in enumerate(node)]
-        return node
+            items = [size(v, node, i, path + (i,), "%s[%d]" % (where, i)) + depth + 2 for i, v in enumerate(node)]
+            total = sum(items) + depth + 2
+            if len(node) > list_max and depth >= 2 and cuttable(parent, key, where):
+                found.append((total - sum(items[:list_keep]) - 128, where, path, parent, key, "list"))
+            return total
+        return 6
 
-    for section in sorted(doc):
-        if section != "collection":
-            doc[section] = visit(doc[section], section)
-    return notes
+    size(doc, None, None, (), "")
+    found.sort(key=lambda c: (-c[0], c[1]))
+    return found
 
 
-DEGRADATION: Tuple[Step, ...] = (_drop_patch_bodies, _drop_config_contents, _shorten_collections, _cut_long_strings)
+def _cut(cut: Cut, level: Tuple[int, ...], sidecars: Dict[str, bytes], run_id: str) -> str:
+    """Apply one cut; the note that says what went and how much."""
+    _saving, where, path, parent, key, kind = cut
+    node = parent[key]
+    if kind == "sidecar":
+        return "%s moved to sidecar %s" % (where, _to_sidecar(str(path[1]), parent, sidecars, run_id))
+    if kind == "drop":
+        parent.pop(key)
+        return "%s dropped (%d characters)" % (where, len(node))
+    if kind == "string":
+        whole = node.encode("utf-8", "surrogatepass")
+        head = node[:level[1]]
+        kept = len(head.encode("utf-8", "surrogatepass"))
+        parent[key] = head + "<cut %d of %d bytes, sha256:%s>" % (len(whole) - kept, len(whole), sha256_hex(whole))
+        return "%s: kept the first %d of %d bytes" % (where, kept, len(whole))
+    parent["%s_truncated" % key] = {"count": len(node), "sha256": _digest(node)}
+    if kind == "map":
+        parent[key] = {k: node[k] for k in kept_entries(node, level[5])}
+        return "%s: kept %d of %d entries (key ones and a sample; count and digest of all in %s_truncated)" % (
+            where, len(parent[key]), len(node), key)
+    parent[key] = node[:level[3]]
+    return "%s: kept the first %d of %d items (count and digest of all in %s_truncated)" % (
+        where, len(parent[key]), len(node), key)
+
+
+def _overlaps(a: Tuple[Any, ...], b: Tuple[Any, ...]) -> bool:
+    return a[:len(b)] == b or b[:len(a)] == a
 
 
 def _digest(value: Any) -> str:
@@ -231,31 +258,57 @@ def safe_name(name: str) -> str:
 _safe_name = safe_name  # the foundation's name, kept for callers written against it
 
 
-def fit(doc: Dict[str, Any], limit: int = CAP_BYTES) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
-    """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars)."""
+def fit(doc: Dict[str, Any], limit: int = CAP_BYTES, cuts: Optional[List[str]] = None
+        ) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
+    """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars).
+
+    Over the limit, the largest offenders go first, only as many as it takes: a patch body to its sidecar,
+    a config file's content, a huge string to its head, a huge list or map to its first items or its key
+    entries and a sample. Each cut is noted in ``collection.truncated`` (dotted path, what was there) and,
+    given ``cuts``, appended to it too (the notes the limit caused, not a patch's usual move to its sidecar).
+    """
     run_id = str(doc.get("run_id", "run"))
-    doc, sidecars, truncated = place_patches(doc, run_id)
-    if truncated:
-        _note(doc, truncated)
+    notes = _notes(doc)  # a merge's or an earlier write's notes stay true
+    doc, sidecars, moved = place_patches(doc, run_id)
+    if moved:
+        notes.extend(moved)
+        _note(doc, notes)
     data = serialize(doc)
     if len(data) <= limit:
         return data, doc, sidecars
     import copy  # only over the cap
 
     doc = copy.deepcopy(doc)
-    for step in DEGRADATION:
-        if step is _drop_patch_bodies:  # moves only as many patches as the cap requires
-            truncated.extend(_drop_patch_bodies(doc, sidecars, run_id, limit=limit))
-        else:
-            truncated.extend(step(doc, sidecars, run_id))
-        _note(doc, truncated)
-        data = serialize(doc)
-        if len(data) <= limit:
-            return data, doc, sidecars
+    done: set = set()
+    first_cut = len(notes)
+    for level in LEVELS:
+        while True:
+            offenders = _offenders(doc, level, done)
+            if not offenders:
+                break
+            over, saved, taken = len(data) - limit, 0, []  # type: ignore[var-annotated]
+            for cut in offenders:
+                if any(_overlaps(cut[2], t) for t in taken):
+                    continue  # within this round the cuts are disjoint, so each one's container is still there
+                notes.append(_cut(cut, level, sidecars, run_id))
+                done.add(cut[1])
+                taken.append(cut[2])
+                saved += cut[0] - 256  # its note costs bytes too
+                if saved >= over:
+                    break
+            _note(doc, notes)
+            data = serialize(doc)
+            if len(data) <= limit:
+                if cuts is not None:
+                    cuts.extend(notes[first_cut:])
+                return data, doc, sidecars
     # Last resort: keep only what identifies the run and says what happened.
     keep = {k: doc[k] for k in ("schema_version", "run_id", "generated_at") if k in doc}
     keep.update({k: {} for k in ("command", "code", "config", "environment", "hardware", "runtime", "training")})
-    keep["collection"] = {"truncated": truncated + ["every section dropped: the document stayed over %d bytes" % limit]}
+    notes.append("every section dropped: the document stayed over %d bytes" % limit)
+    keep["collection"] = {"truncated": notes}
+    if cuts is not None:
+        cuts.extend(notes[first_cut:])
     return serialize(keep), keep, sidecars
 
 
@@ -389,6 +442,11 @@ def _fsync_dir(directory: str) -> None:
 
 def describe_os_error(exc: BaseException, target: str) -> str:
     """One line a user understands for a failed write."""
+    return "could not write %s: %s" % (target, os_error_reason(exc))
+
+
+def os_error_reason(exc: BaseException) -> str:
+    """Why a write failed, in a user's words ("no space left on device")."""
     code = getattr(exc, "errno", None)
     reasons = {
         errno.EACCES: "permission denied",
@@ -403,7 +461,7 @@ def describe_os_error(exc: BaseException, target: str) -> str:
         errno.EEXIST: "already exists",
     }
     reason = reasons.get(code) if code is not None else None
-    return "could not write %s: %s" % (target, reason or getattr(exc, "strerror", None) or exc)
+    return str(reason or getattr(exc, "strerror", None) or exc)
 
 
 def write(
@@ -438,8 +496,10 @@ def write(
             return result
     if path is None and directory is None:
         directory = "."
+    taken = ""  # the file whose run id a clash made this write give up
     for _ in range(retries):
-        data, written, sidecars = fit(doc)
+        cuts: List[str] = []
+        data, written, sidecars = fit(doc, cuts=cuts)
         if path is not None:
             target = path
         else:
@@ -449,15 +509,7 @@ def write(
             return result
         sidecar_paths: List[str] = []
         try:
-            for name, body in sorted(sidecars.items()):
-                sp = os.path.join(os.path.dirname(os.path.abspath(target)), name)
-                write_exclusive(sp, body)
-                sidecar_paths.append(sp)
-            for name, body in sorted(private.items()):
-                sp = os.path.join(os.path.dirname(os.path.abspath(target)), "manifest_%s.%s.private.patch" % (
-                    written.get("run_id", "run"), safe_name(name)))
-                write_exclusive(sp, body, mode=0o600)
-                sidecar_paths.append(sp)
+            data, written, lost = _store_sidecars(data, written, sidecars, private, target, sidecar_paths)
             write_exclusive(target, data)
         except FileExistsError:
             for sp in sidecar_paths:
@@ -466,6 +518,7 @@ def write(
                 result.warnings.append(
                     "could not write %s: it already exists (manifests are never overwritten)" % target)
                 return result
+            taken = taken or target
             doc = dict(doc)
             doc["run_id"] = new_run_id()
             continue
@@ -477,12 +530,79 @@ def write(
         result.path = target
         result.sidecars = sidecar_paths
         result.run_id = str(written.get("run_id", "")) or None
-        if isinstance(written.get("collection"), dict) and written["collection"].get("truncated"):
-            result.warnings.append("manifest over %d bytes: %s" % (
-                CAP_BYTES, "; ".join(written["collection"]["truncated"][:3])))
+        if taken:
+            result.warnings.append("run id %s is taken (%s exists): wrote %s under run id %s instead" % (
+                written_id(taken), taken, target, result.run_id))
+        result.warnings.extend(lost)
+        if cuts:
+            result.warnings.append("manifest over %d bytes: %s" % (CAP_BYTES, "; ".join(cuts[:3])))
         return result
     result.warnings.append("could not find a free run id in %s after %d tries" % (directory, retries))
     return result
+
+
+def written_id(path: str) -> str:
+    """The run id in a manifest's file name ``manifest_<run-id>.json``."""
+    name = os.path.basename(path)
+    return name[len("manifest_"):-len(".json")] if name.startswith("manifest_") and name.endswith(".json") else name
+
+
+def _store_sidecars(data: bytes, written: Dict[str, Any], sidecars: Dict[str, bytes], private: Dict[str, bytes],
+                    target: str, stored: List[str]) -> Tuple[bytes, Dict[str, Any], List[str]]:
+    """Write the sidecars beside ``target`` (their paths appended to ``stored``). One that cannot be written
+    (disk full, a file-size limit) does not cost the manifest: its patch is marked ``not_stored`` with the
+    reason, its digests kept. Returns the manifest's (bytes, document) and a warning per sidecar lost;
+    raises FileExistsError on a clash (the caller takes another run id) and OSError only from refitting."""
+    directory = os.path.dirname(os.path.abspath(target))
+    code = written.get("code") if isinstance(written.get("code"), dict) else {}
+    lost: List[str] = []
+    pending = sorted(sidecars.items())
+    while pending:
+        failed = False
+        for name, body in pending:
+            where = os.path.join(directory, name)
+            try:
+                write_exclusive(where, body)
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                failed = True
+                for repo in sorted(code):
+                    patch = code[repo].get("patch") if isinstance(code[repo], dict) else None
+                    if isinstance(patch, dict) and patch.get("sidecar") == name:
+                        del patch["sidecar"]
+                        patch["not_stored"] = os_error_reason(exc)
+                        _note(written, _notes(written) + ["code.%s.patch not stored: %s" % (repo, patch["not_stored"])])
+                        lost.append("patch of repo %s not stored: %s; the manifest keeps its sha256" % (
+                            repo, describe_os_error(exc, where)))
+                continue
+            stored.append(where)
+        if not failed:
+            break
+        data, written, more = fit(written)  # the marks changed its size; a cut could move another patch out
+        code = written.get("code") if isinstance(written.get("code"), dict) else {}
+        pending = sorted(more.items())
+    for repo, body in sorted(private.items()):
+        name = "manifest_%s.%s.private.patch" % (written.get("run_id", "run"), safe_name(repo))
+        where = os.path.join(directory, name)
+        try:
+            write_exclusive(where, body, mode=0o600)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            patch = code.get(repo, {}).get("patch") if isinstance(code.get(repo), dict) else None
+            if isinstance(patch, dict) and patch.pop("private", None) is not None:
+                data = serialize(written)  # smaller by the flag: still under the cap
+            lost.append("unredacted patch of repo %s not kept: %s" % (repo, describe_os_error(exc, where)))
+            continue
+        stored.append(where)
+    return data, written, lost
+
+
+def _notes(doc: Dict[str, Any]) -> List[str]:
+    collection = doc.get("collection")
+    notes = collection.get("truncated") if isinstance(collection, dict) else None
+    return [n for n in notes if isinstance(n, str)] if isinstance(notes, list) else []
 
 
 def _unlink(p: str) -> None:

@@ -1,8 +1,12 @@
 """One run's facts, each worked out in one place: which rank this process is and whether it records,
-and writing its manifest so that the caller learns the run id it was written under. Where manifests
-go is :func:`relaxrepro.manifest.model.output_dir`."""
+where its manifest goes (:func:`output_directory`), and writing it so that the caller learns the run id
+it was written under."""
 
 from __future__ import annotations
+
+import os
+
+from ..manifest.model import output_dir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -27,6 +31,18 @@ def rank(env: Mapping[str, str]) -> Optional[int]:
 def records_here(env: Mapping[str, str], all_ranks: bool = False) -> bool:
     """Whether this process writes the run's manifest: rank 0 only (or no launcher), unless ``all_ranks``."""
     return all_ranks or rank(env) in (None, 0)
+
+
+def output_directory(given: Any, env: Mapping[str, str]) -> str:
+    """The directory this run's manifests go to (:func:`~relaxrepro.manifest.model.output_dir`), created with
+    its parents: a run's log directory (``runs/$SLURM_JOB_ID``) seldom exists before the run. A directory
+    that cannot be made is left to the write, whose warning names the reason."""
+    directory = output_dir(given, env)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError:
+        pass
+    return directory
 
 
 def unfound_parent(doc: Mapping[str, Any]) -> Optional[str]:

@@ -56,7 +56,8 @@ class ProcResult(Record):
     def describe(self) -> str:
         """One line for a warning: what ran and how it ended."""
         name = os.path.basename(self.argv[0]) if self.argv else "?"
-        cmd = " ".join([name] + list(self.argv[1:3]))
+        # An argument can be a whole ``python -c`` program: the warning shows only its start.
+        cmd = " ".join([name] + [a if len(a) <= 40 else a[:37] + "..." for a in map(str, self.argv[1:3])])
         if self.error:
             return "%s: %s" % (cmd, self.error)
         if self.timed_out:

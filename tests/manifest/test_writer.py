@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -144,18 +145,95 @@ def test_size_cap_moves_patch_to_sidecar_first(tmp_path):
     assert "text" not in patch and patch["sha256"] == "f" * 64 and patch["files"] == ["x"]
     assert (tmp_path / patch["sidecar"]).read_text() == patch_text
     assert written["collection"]["truncated"] == ["code.relax.patch.text moved to sidecar %s" % patch["sidecar"]]
+    assert res.warnings == []  # a big patch always lives in its sidecar: nothing was cut for the cap
     validate_manifest(written)
 
 
-def test_size_cap_then_shortens_long_maps_keeping_key_packages():
+def test_a_cut_for_the_cap_is_a_warning(tmp_path):
+    res = writer.write(_doc(config={"selected_env": {"NCCL_DEBUG": "x" * 200000}}), directory=str(tmp_path),
+                       redactor=NO_REDACT)
+    assert res.path and res.warnings == [
+        "manifest over 100000 bytes: config.selected_env.NCCL_DEBUG: kept the first 256 of 200000 bytes"]
+
+
+def test_size_cap_then_shortens_long_maps_keeping_key_packages_and_a_sample():
     packages = {"pkg%04d" % i: "1.0.%d" % i for i in range(5000)}
     packages.update({"torch": "2.11.0+cu129", "nvidia-nccl-cu12": "2.23.4"})
     data, written, sidecars = writer.fit(_doc(environment={"packages": packages}))
     assert len(data) <= CAP_BYTES and not sidecars
     env = written["environment"]
-    assert env["packages"] == {"torch": "2.11.0+cu129", "nvidia-nccl-cu12": "2.23.4"}
-    assert env["packages_truncated"]["count"] == 5002
-    assert written["collection"]["truncated"][0].startswith("environment.packages: kept 2 of 5002 entries")
+    assert env["packages"] == dict({"torch": "2.11.0+cu129", "nvidia-nccl-cu12": "2.23.4"},
+                                   **{"pkg%04d" % i: "1.0.%d" % i for i in range(32)})
+    assert env["packages_truncated"] == {"count": 5002, "sha256": writer._digest(packages)}
+    assert written["collection"]["truncated"] == [
+        "environment.packages: kept 34 of 5002 entries (key ones and a sample; count and digest of all in "
+        "packages_truncated)"]
+    validate_manifest(written)
+
+
+def _packages(n=103):
+    return dict({"torch": "2.11.0", "numpy": "2.3.1"}, **{"lib%03d" % i: "1.%d" % i for i in range(n - 2)})
+
+
+def test_one_huge_value_is_cut_alone_to_its_head():
+    # One 120 KB NCCL_DEBUG once cost the whole package list (cut to 1 of 103) and left a 4 KB manifest.
+    huge = "WARN " * 24000
+    doc = _doc(environment={"packages": _packages()},
+               config={"selected_env": {"NCCL_DEBUG": huge, "CUDA_VISIBLE_DEVICES": "0,1"}})
+    data, written, _ = writer.fit(doc)
+    assert len(data) <= CAP_BYTES
+    assert written["environment"]["packages"] == _packages()
+    value = written["config"]["selected_env"]["NCCL_DEBUG"]
+    assert value == huge[:256] + "<cut 119744 of 120000 bytes, sha256:%s>" % hashlib.sha256(huge.encode()).hexdigest()
+    assert written["config"]["selected_env"]["CUDA_VISIBLE_DEVICES"] == "0,1"
+    assert written["collection"]["truncated"] == ["config.selected_env.NCCL_DEBUG: kept the first 256 of 120000 bytes"]
+    validate_manifest(written)
+
+
+def test_thousands_of_entries_give_way_before_the_few_that_matter():
+    env = {"MYVAR_%05d" % i: "v" * 20 for i in range(10000)}
+    env.update({"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple", "SLURM_JOB_ID": "42",
+                "OMP_NUM_THREADS": "8"})
+    data, written, _ = writer.fit(_doc(environment={"packages": _packages()}, config={"selected_env": env}))
+    assert len(data) <= CAP_BYTES
+    kept = written["config"]["selected_env"]
+    # The key variables, then the smallest families of names first: SLURM_* and OMP_* before MYVAR_*.
+    assert {k: kept[k] for k in ("CUDA_VISIBLE_DEVICES", "NCCL_ALGO", "NCCL_PROTO", "SLURM_JOB_ID",
+                                 "OMP_NUM_THREADS")} == {k: env[k] for k in ("CUDA_VISIBLE_DEVICES", "NCCL_ALGO",
+                                                                             "NCCL_PROTO", "SLURM_JOB_ID",
+                                                                             "OMP_NUM_THREADS")}
+    assert len(kept) == 3 + 32 and sorted(k for k in kept if k.startswith("MYVAR_")) == [
+        "MYVAR_%05d" % i for i in range(30)]
+    assert written["config"]["selected_env_truncated"]["count"] == 10005
+    assert written["environment"]["packages"] == _packages()
+    assert written["collection"]["truncated"] == [
+        "config.selected_env: kept 35 of 10005 entries (key ones and a sample; count and digest of all in "
+        "selected_env_truncated)"]
+    validate_manifest(written)
+
+
+def test_the_largest_offender_goes_first_and_only_as_many_as_needed():
+    doc = _doc(environment={"packages": _packages()},
+               hardware={"gpus": [{"index": i, "model": "NVIDIA H100 80GB HBM3"} for i in range(5000)],
+                         "gpu_count": 5000, "gpu_model": "NVIDIA H100 80GB HBM3"},
+               config={"selected_env": {"NCCL_DEBUG": "x" * 30000}})
+    data, written, _ = writer.fit(doc)
+    assert len(data) <= CAP_BYTES
+    # The 5,000-GPU list alone brings the document under the cap: the 30 KB string stays whole.
+    assert written["config"]["selected_env"]["NCCL_DEBUG"] == "x" * 30000
+    assert [g["index"] for g in written["hardware"]["gpus"]] == list(range(16))
+    assert written["hardware"]["gpu_count"] == 5000 and written["hardware"]["gpus_truncated"]["count"] == 5000
+    assert written["environment"]["packages"] == _packages()
+    assert written["collection"]["truncated"] == [
+        "hardware.gpus: kept the first 16 of 5000 items (count and digest of all in gpus_truncated)"]
+
+
+def test_earlier_notes_are_kept_when_more_is_cut():
+    doc = _doc(collection={"truncated": ["runtime.nodes: kept 32 of 40 nodes"]},
+               config={"selected_env": {"NCCL_DEBUG": "x" * 200000}})
+    _data, written, _ = writer.fit(doc)
+    assert written["collection"]["truncated"] == [
+        "runtime.nodes: kept 32 of 40 nodes", "config.selected_env.NCCL_DEBUG: kept the first 256 of 200000 bytes"]
 
 
 def test_size_cap_last_resort_still_valid():

@@ -31,6 +31,8 @@ INLINE_MAX = 8 * 1024
 HASH_MAX = 64 * 1024 * 1024
 """A "config" bigger than this is a data file named like one: sized, not read at launch."""
 MAX_FILES = 16
+PROGRAM_RUNNERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "python", "pypy"})
+"""Commands whose own ``-c`` takes a program's text (``python3.11`` counts as ``python``)."""
 INPUT_KEYS = frozenset({
     # inputs the data probe fingerprints; never read here as config files, whatever their suffix
     # models and checkpoints (Megatron, slime, verl, HF Trainer, NeMo)
@@ -99,7 +101,13 @@ def config_candidates(argv: Sequence[str], args: Dict[str, Any]) -> List[Tuple[s
     hydra_dir: Optional[str] = None
     hydra_name: Optional[str] = None
     prev_key: Optional[str] = None
-    for token in tokens[1:]:
+    runner = bool(tokens) and os.path.basename(tokens[0]).rstrip("0123456789.") in PROGRAM_RUNNERS
+    program: Optional[str] = None
+    for i, token in enumerate(tokens[1:]):
+        if token == "-c" and runner and not any(not t.startswith("-") for t in tokens[1:i + 1]):
+            # sh -c 'SCRIPT', python -c 'CODE': a program's text, not a config file (train.py -c conf.yaml)
+            program = tokens[i + 2] if i + 2 < len(tokens) else ""
+            break
         if token.startswith("-") and len(token) > 1:
             name, eq, value = token.partition("=")
             key = name.lstrip("-")
@@ -123,7 +131,8 @@ def config_candidates(argv: Sequence[str], args: Dict[str, Any]) -> List[Tuple[s
         name = hydra_name if hydra_name.endswith((".yaml", ".yml")) else hydra_name + ".yaml"
         found.append((os.path.join(hydra_dir or ".", name), True))
     for key, value in _flat_strings(args):
-        _consider(found, key, value)
+        if not (key == "c" and program is not None):  # the program text (and its arguments), parsed again
+            _consider(found, key, value)
     return found
 
 

@@ -202,6 +202,20 @@ def test_unreadable_config_is_listed_not_fatal(shared_tmp):
     assert "config file %s: permission denied" % cfg in doc["collection"]["probes"]["config"]["warnings"]
 
 
+@pytest.mark.parametrize("argv", [["sh", "-c", "echo out; kill -TERM $$"], ["/bin/bash", "-e", "-c", "exit 3"],
+                                  ["python3.11", "-c", "print(1)"]],
+                         ids=["sh-c", "bash-e-c", "python3.11-c"])
+def test_a_shell_or_python_program_after_c_is_not_a_config(tmp_path, argv):
+    # `relaxrepro run -- sh -c '...'` once warned "config file echo out; kill -TERM $$: no such file".
+    out = _probe(tmp_path, argv)
+    assert out.data["config"]["files"] == [] and out.status == "ok" and out.warnings == []
+
+
+def test_c_after_the_script_is_the_scripts_config(tmp_path):
+    out = _probe(tmp_path, ["python", "train.py", "-c", "missing.yaml"])
+    assert out.data["config"]["files"] == [{"path": "missing.yaml", "error": "no such file or directory"}]
+
+
 def test_output_like_json_args_that_do_not_exist_are_not_configs(tmp_path):
     out = _probe(tmp_path, ["python", "train.py", "--save-metrics", "metrics.json", "--seed", "1"])
     assert out.data["config"]["files"] == []
