@@ -96,6 +96,9 @@ def patch_bytes(name: str, patch: Mapping[str, Any], manifest_path: str) -> Opti
         except OSError as exc:
             raise RestoreError("repo %s: patch sidecar %s: %s" % (name, path, exc.strerror or exc)) from None
         where = "patch sidecar %s" % path
+    elif patch.get("not_stored"):
+        raise RestoreError("repo %s: the patch was not stored (%s): its exact tree cannot be rebuilt"
+                           % (name, safe_text(scalar(patch.get("not_stored")) or "no reason recorded")))
     else:
         raise RestoreError("repo %s had uncommitted changes but no patch was recorded: its exact tree "
                            "cannot be rebuilt" % name)

@@ -184,6 +184,18 @@ def test_unsafe_repo_names_are_refused(tmp_path, name):
     assert not (tmp_path / "evil").exists()
 
 
+def test_a_patch_that_was_not_stored_says_why(tmp_path):
+    repo = make_repo(tmp_path / "src", {"a.txt": "a\n"})
+    rec = {"sha256": "9" * 64, "files": ["a.txt"], "not_stored": "File too large (EFBIG)"}
+    m = write_json(tmp_path / "m.json", base_manifest(code={"src": {"path": str(repo), "commit": head(repo),
+                                                                    "dirty": True, "patch": rec}}))
+    res = run_cli("restore", str(m), "--into", str(tmp_path / "out"))
+    assert res.returncode == 1
+    assert res.stderr == ("relaxrepro restore: repo src: the patch was not stored (File too large (EFBIG)): its "
+                          "exact tree cannot be rebuilt\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_redacted_patch_restores_with_a_note(tmp_path):
     repo = make_repo(tmp_path / "src", {"a.txt": "a\n"})
     (repo / "a.txt").write_text("TOKEN=<redacted>\n")
