@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.helpers.common import clean_env, fake_tool, generate, run_cli, validate_manifest
+from tests.helpers.common import MARKER_VAR, clean_env, fake_tool, generate, run_cli, survivors, validate_manifest
 
 
 def test_generate_in_a_repo_writes_and_prints_the_path(tmp_path, repo):
@@ -153,3 +153,49 @@ def test_process_exits_promptly_when_a_probe_thread_is_stuck(tmp_path):
     assert res.returncode == 0, res.stderr
     doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["collection"]["probes"]["stuck"]["status"] == "timeout"
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="scans /proc for the marked processes")
+
+
+@needs_proc
+@pytest.mark.parametrize("script", [
+    "/bin/sleep 1000 & echo ok",
+    "/bin/sleep 1000 >/dev/null 2>&1 & echo ok",
+    "( /bin/sleep 1000 & ) ; echo ok",
+], ids=["holds-stdout", "detached", "double-fork"])
+def test_no_process_a_tool_started_outlives_generate(tmp_path, script, request):
+    # Every nvidia-smi call backgrounds a sleep and exits; none of them may still run afterwards.
+    bindir = tmp_path / "bin"
+    fake_tool(bindir, "nvidia-smi", script + "\n")
+    marker = "%d-%s" % (os.getpid(), request.node.name)
+    doc = generate(tmp_path, env=clean_env(PATH=str(bindir), **{MARKER_VAR: marker}))
+    assert doc["collection"]["probes"]["gpu"]["status"] != "timeout"
+    assert survivors(marker) == []
+
+
+@needs_proc
+def test_no_process_outlives_generate_when_a_probe_thread_is_abandoned(tmp_path):
+    # A probe stuck waiting on a child past the deadline: generate exits without its thread (os._exit),
+    # and ends that child's group first.
+    code = (
+        "import sys\n"
+        "import relaxrepro.collect.registry as reg\n"
+        "from relaxrepro.collect.runner import Probe\n"
+        "from relaxrepro.std import proc\n"
+        "def stuck(ctx):\n"
+        "    proc.run(['/bin/sh', '-c', '/bin/sleep 1000 & /bin/sleep 1000'], timeout=1000)\n"
+        "reg.PROBES = reg.PROBES + (Probe('stuck', stuck),)\n"
+        "from relaxrepro.cli import run_main\n"
+        "sys.argv = ['relaxrepro', 'generate', '--output', sys.argv[1]]\n"
+        "run_main()\n"
+    )
+    import subprocess
+    import sys as _sys
+
+    marker = "%d-abandoned" % os.getpid()
+    res = subprocess.run([_sys.executable, "-c", code, str(tmp_path / "m.json")],
+                         env=clean_env(**{MARKER_VAR: marker}), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["collection"]["probes"]["stuck"]["status"] == "timeout"
+    assert survivors(marker) == []
