@@ -318,6 +318,10 @@ def run_main() -> None:
     # Only a command that ran probes can have stray threads; reading commands never import the runner.
     runner = sys.modules.get("relaxrepro.collect.runner")
     if runner is not None and runner.stray_threads():
-        # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it.
+        # A probe thread is stuck in a call that ignores the deadline: exit now rather than wait for it,
+        # ending first the process groups it started (os._exit skips atexit).
+        proc = sys.modules.get("relaxrepro.std.proc")
+        if proc is not None:
+            proc.end_all()
         os._exit(code)
     sys.exit(code)

@@ -81,8 +81,11 @@ def parse_argv_args(argv: Sequence[str]) -> Dict[str, Any]:
     the command section keeps the whole argv.
     """
     tokens = [str(t) for t in argv]
+    return _parse_options(tokens, _script_start(tokens))
+
+
+def _parse_options(tokens: List[str], i: int) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
-    i = _script_start(tokens)
     while i < len(tokens):
         token = tokens[i]
         i += 1
@@ -108,6 +111,33 @@ def parse_argv_args(argv: Sequence[str]) -> Dict[str, Any]:
             key = m.group(2)
             out[key] = None if m.group(1) == "~" else typed(m.group(4))
     return out
+
+
+_LAUNCHERS = {
+    "torchrun": "torchrun", "torch.distributed.run": "torchrun", "torch.distributed.launch": "torchrun",
+    "deepspeed": "deepspeed", "accelerate": "accelerate", "mpirun": "mpirun", "mpiexec": "mpirun",
+}
+
+
+def parse_launcher_args(argv: Sequence[str]) -> Tuple[Optional[str], Dict[str, Any]]:
+    """The launcher in front of the training script and the options it was given, parsed as
+    :func:`parse_argv_args` parses the script's: ``torchrun --nnodes 2 --nproc-per-node 8 train.py``
+    -> ``("torchrun", {"nnodes": 2, "nproc_per_node": 8})``; ``(None, {})`` when there is none.
+    A wrapper in front (``srun ... torchrun ...``) is skipped: the launcher nearest the script counts."""
+    tokens = [str(t) for t in argv]
+    end = _script_start(tokens)
+    if end >= 1 and tokens[end - 1].endswith(".py"):
+        end -= 1
+    elif end >= 2 and tokens[end - 2] == "-m":
+        end -= 2
+    found: Tuple[Optional[str], int] = (None, end)
+    for i in range(end):
+        if tokens[i] == "-m" and i + 1 < end and tokens[i + 1] in _LAUNCHERS:
+            found = (_LAUNCHERS[tokens[i + 1]], i + 2)
+        elif not _is_option(tokens[i]) and os.path.basename(tokens[i]) in _LAUNCHERS:
+            found = (_LAUNCHERS[os.path.basename(tokens[i])], i + 1)
+    name, start = found
+    return (name, _parse_options(tokens[:end], start)) if name else (None, {})
 
 
 def _looks_hydra(token: str) -> bool:

@@ -399,9 +399,12 @@ def _hardware_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Ite
     if model is None:
         items.append(Item("gpu model", "-", cell(here_model), NOT_RECORDED))
     elif here_model is None:
+        # Zero GPUs is an answer (no tool and no driver, or "No devices were found"); no answer is not.
         none_here = h.get("gpu_count") == 0 or h.get("gpus") == []
+        count = r.get("gpu_count")
+        recorded = "%d x %s" % (count, model) if isinstance(count, int) and not isinstance(count, bool) else model
         items.append(Item("gpu model", model, "none" if none_here else "-", FAIL if none_here else WARN,
-                          "no GPU here" if none_here else "not found here"))
+                          "recorded %s, no GPU here" % recorded if none_here else "not found here"))
     else:
         items.append(Item("gpu model", model, here_model,
                           PASS if model.strip().lower() == here_model.strip().lower() else FAIL))

@@ -1,14 +1,16 @@
 """The one door to the OS for child processes.
 
 Every subprocess relaxrepro starts goes through :func:`run`: a timeout, its own process group
-(killed as a whole on timeout), bounded captured output, and no unbounded wait on a child that
-ignores signals or on a grandchild that keeps our pipes open. No other module imports
+(killed as a whole once the child exits or times out, so nothing it backgrounded outlives it;
+:func:`end_all` for groups an abandoned thread still waits on), bounded captured output, and no
+unbounded wait on a child that ignores signals or on a grandchild that keeps our pipes open. No other module imports
 ``subprocess``. Native code (ctypes lookups of NCCL/CUDA) runs in a child interpreter through
 :func:`run_python`, so a library that crashes on load kills the child, never us.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -20,15 +22,14 @@ from .records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Callable, List, Mapping, Optional, Sequence, Union
+    from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 MAX_OUTPUT = 4 * 1024 * 1024
 """Bytes kept per stream; the rest is read and dropped so the child never blocks on a full pipe."""
 
-_GRACE_AFTER_EXIT = 0.1
-"""Seconds to keep reading after the child exited: a daemon it spawned may hold the pipe open."""
-
 _GRACE_AFTER_KILL = 0.3
+"""Seconds to keep reading after the group was killed: only a descendant that left the group
+(``setsid``) can still hold the pipe open then, and we do not wait for it."""
 
 
 class ProcResult(Record):
@@ -113,6 +114,8 @@ def run(
         result.seconds = time.monotonic() - start
         result.stdout = "" if text else b""
         return result
+    with _LIVE_LOCK:
+        _LIVE[proc.pid] = proc
 
     if os.name == "posix":
         out, err, truncated, timed_out = _pump_posix(proc, start + timeout, max_output, stdin_data)
@@ -138,16 +141,67 @@ def _start_error(exc: BaseException) -> str:
 
 
 def _kill_group(proc: "subprocess.Popen[bytes]") -> None:
+    """SIGKILL the child's whole process group (a tool's ``sleep 1000 &`` included).
+
+    Called before the child is reaped, so its pid (the group's id) cannot have been reused yet.
+    """
     try:
         if os.name == "posix":
             os.killpg(proc.pid, signal.SIGKILL)
         else:  # pragma: no cover
             proc.kill()
-    except (ProcessLookupError, PermissionError, OSError):
+    except (ProcessLookupError, PermissionError):
+        pass  # the group is empty already, or holds only what we may not signal
+    except OSError:
         try:
             proc.kill()
         except OSError:
             pass
+
+
+def _exited(proc: "subprocess.Popen[bytes]") -> bool:
+    """Whether the child has ended, without reaping it (``WNOWAIT``): until :func:`_end` kills its
+    group, the zombie keeps the group's id from being given to an unrelated process."""
+    if proc.returncode is not None:
+        return True
+    waitid = getattr(os, "waitid", None)  # absent on macOS: poll() reaps, a race we accept there
+    if waitid is None:
+        return proc.poll() is not None
+    try:
+        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+    except OSError:
+        return proc.poll() is not None
+
+
+_LIVE: Dict[int, "subprocess.Popen[bytes]"] = {}
+"""Groups started by :func:`run` and not yet ended, by pid: what :func:`end_all` kills."""
+_LIVE_LOCK = threading.Lock()
+
+
+def _end(proc: "subprocess.Popen[bytes]") -> None:
+    """Kill the child's group (whatever it left running) and forget it."""
+    _kill_group(proc)
+    with _LIVE_LOCK:
+        _LIVE.pop(proc.pid, None)
+
+
+def end_all() -> int:
+    """Kill every process group :func:`run` started that has not ended yet; how many.
+
+    For the exits that skip a thread's own cleanup: a probe thread abandoned at the deadline is a
+    daemon, and ``os._exit`` (or interpreter shutdown) would leave its child running.
+    """
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+        _LIVE.clear()
+    for child in live:
+        _kill_group(child)
+    return len(live)
+
+
+atexit.register(end_all)
 
 
 def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[bytes]):
@@ -168,22 +222,22 @@ def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[byt
             proc.stdin.close()
         except OSError:
             pass
-    exited_at: Optional[float] = None
-    killed_at: Optional[float] = None
+    # The group is killed as soon as the child exits (or time is up): a background grandchild that
+    # inherited stdout would otherwise keep the pipe open until the deadline. Its last output is in
+    # the pipe already; we read on until EOF, or briefly when something outside the group holds it.
+    ended_at: Optional[float] = None
     try:
         while sel.get_map():
             now = time.monotonic()
-            if killed_at is None and now >= deadline:
-                timed_out = True
-                _kill_group(proc)
-                killed_at = now
-            if killed_at is not None and now - killed_at > _GRACE_AFTER_KILL:
-                break  # a descendant outside the group keeps the pipe open: abandon it
-            if exited_at is None and proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > _GRACE_AFTER_EXIT and killed_at is None:
-                break  # child is gone; whatever still holds the pipe is not ours to wait for
-            wait = 0.05 if killed_at is not None else min(0.05, max(deadline - now, 0.0))
+            if ended_at is None:
+                if now >= deadline:
+                    timed_out = True
+                if timed_out or _exited(proc):
+                    _end(proc)
+                    ended_at = now
+            elif now - ended_at > _GRACE_AFTER_KILL:
+                break  # a descendant that left the group (setsid) keeps the pipe open: not ours to wait for
+            wait = 0.05 if ended_at is not None else min(0.05, max(deadline - now, 0.0))
             for key, _ in sel.select(timeout=max(wait, 0.001)):
                 try:
                     chunk = os.read(key.fd, 65536)
@@ -205,18 +259,23 @@ def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[byt
                 stream.close()
             except OSError:
                 pass
+    if ended_at is None:
+        # Both pipes closed first (the usual end: they close as the child exits): wait for the exit
+        # itself, still unreaped, within the deadline; then end the group either way.
+        delay = 0.0005
+        while not _exited(proc):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.02)
+        _end(proc)
     # Reap: a SIGKILLed child goes at once unless it is in uninterruptible sleep; never wait long.
-    remaining = max(deadline - time.monotonic(), 0.0)
     try:
-        proc.wait(timeout=remaining if not timed_out else _GRACE_AFTER_KILL)
+        proc.wait(timeout=_GRACE_AFTER_KILL)
     except subprocess.TimeoutExpired:
-        if not timed_out:
-            timed_out = True
-            _kill_group(proc)
-            try:
-                proc.wait(timeout=_GRACE_AFTER_KILL)
-            except subprocess.TimeoutExpired:
-                pass
+        timed_out = True
     return bytes(bufs[proc.stdout]), bytes(bufs[proc.stderr]), truncated, timed_out
 
 
@@ -231,6 +290,8 @@ def _pump_portable(proc, timeout: float, max_output: int, stdin_data: Optional[b
             out, err = proc.communicate(timeout=_GRACE_AFTER_KILL)
         except subprocess.TimeoutExpired:
             out, err = b"", b""
+    with _LIVE_LOCK:
+        _LIVE.pop(proc.pid, None)
     truncated = len(out) > max_output or len(err) > max_output
     return out[:max_output], err[:max_output], truncated, timed_out
 

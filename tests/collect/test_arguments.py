@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from relaxrepro.collect.arguments import MAX_DEPTH, MAX_ITEMS, MAX_STRING, parse_argv_args, render
+from relaxrepro.collect.arguments import MAX_DEPTH, MAX_ITEMS, MAX_STRING, parse_argv_args, parse_launcher_args, render
 
 ARGV_CASES = [
     pytest.param(
@@ -244,3 +244,18 @@ def test_render_non_string_keys_and_scalars():
     value, _ = render({1: "a", (2, 3): "b", None: "c"})
     assert value == {"1": "a", "(2, 3)": "b", "None": "c"}
     assert render(5) == (5, [])
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "train.py", "--tp", "2"],
+     ("torchrun", {"nnodes": 2, "nproc_per_node": 8})),
+    (["python", "-m", "torch.distributed.launch", "--nproc_per_node=8", "-m", "pkg.train", "--lr", "1"],
+     ("torchrun", {"nproc_per_node": 8})),
+    (["srun", "--nodes", "2", "/opt/bin/torchrun", "--nnodes=2", "train.py"], ("torchrun", {"nnodes": 2})),
+    (["accelerate", "launch", "--num_processes", "8", "train.py"], ("accelerate", {"num_processes": 8})),
+    (["python", "train.py", "--world-size", "8"], (None, {})),
+    (["megatron-train", "--tp", "2"], (None, {})),
+    ([], (None, {})),
+], ids=["torchrun", "python-m-launch", "srun-wrapped", "accelerate", "no-launcher", "entry-point", "empty"])
+def test_launcher_options_before_the_script(argv, expected):
+    assert parse_launcher_args(argv) == expected

@@ -20,6 +20,7 @@ from relaxrepro.collect import here
 from relaxrepro.commands import check, check_rules
 from tests.helpers.common import clean_env, git, make_repo, run_cli
 from tests.helpers.git import git_with_slow_diff
+from tests.helpers.gpu import driverless_linux
 from tests.helpers.read import SHA_B, base_manifest, head, modified, write_json
 
 
@@ -125,6 +126,31 @@ def test_missing_here_is_a_warning_not_a_pass():
     assert v["cuda"] == v["gpu model"] == v["driver"] == v["nccl"] == check_rules.WARN
     assert v["packages"] == v["seeds"] == v["selected env"] == v["config conf/a.yaml"] == check_rules.WARN
     assert _verdicts(rec, modified(here, "hardware", {"gpu_count": 0}))["gpu model"] == check_rules.FAIL
+
+
+def test_recorded_gpus_and_none_here_fails_naming_what_was_recorded():
+    rec = modified(base_manifest(), "hardware", {"gpu_model": "NVIDIA A100-SXM4-80GB", "gpu_count": 4})
+    here = modified(rec, "hardware", {"gpu_count": 0, "gpus": [], "gpu_evidence": {"found": []}})
+    item = _one(rec, here, "gpu model")
+    assert (item.recorded, item.here, item.verdict) == ("NVIDIA A100-SXM4-80GB", "none", check_rules.FAIL)
+    assert item.note == "recorded 4 x NVIDIA A100-SXM4-80GB, no GPU here"
+    # A driver but no tool to ask (a container with /dev/nvidia* and no nvidia-smi): unknown, not none.
+    here = modified(rec, "hardware", {"gpu_evidence": {"found": ["/dev/nvidiactl", "/dev/nvidia0"]}})
+    item = _one(rec, here, "gpu model")
+    assert (item.here, item.verdict, item.note) == ("-", check_rules.WARN, "not found here")
+
+
+@pytest.mark.skipif(not driverless_linux(), reason="this machine has a GPU driver, or is not Linux")
+def test_check_of_a_gpu_run_on_a_machine_without_gpus_fails(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    rec = modified(base_manifest(), "hardware", {"gpu_model": "NVIDIA A100-SXM4-80GB", "gpu_count": 4})
+    m = write_json(tmp_path / "m.json", rec)
+    res = run_cli("check", str(m), env=clean_env(PATH=str(bindir)))
+    assert res.returncode == 1, res.stdout + res.stderr
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("gpu model"))
+    assert line.split()[2:5] == ["NVIDIA", "A100-SXM4-80GB", "none"], line
+    assert line.endswith("FAIL  (recorded 4 x NVIDIA A100-SXM4-80GB, no GPU here)"), line
 
 
 def test_odd_types_never_crash():

@@ -14,7 +14,7 @@ import pytest
 
 from relaxrepro.collect.probes.config import select_env
 from relaxrepro.manifest.model import CAP_BYTES
-from tests.helpers.common import clean_env, fake_tool, generate, git, run_cli, validate_manifest
+from tests.helpers.common import MARKER_VAR, clean_env, fake_tool, generate, git, run_cli, survivors, validate_manifest
 from tests.helpers.gpu import fake_smi
 
 
@@ -325,3 +325,49 @@ def test_a_sidecar_that_cannot_be_written_does_not_cost_the_manifest(tmp_path, r
     assert (patch["sha256"], patch["stored_sha256"]) == (whole["sha256"], whole["stored_sha256"])
     assert patch["stored_sha256"] == hashlib.sha256((control / whole["sidecar"]).read_bytes()).hexdigest()
     assert "code.repo.patch not stored: file too large (file-size limit)" in doc["collection"]["truncated"]
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="scans /proc for the marked processes")
+
+
+@needs_proc
+@pytest.mark.parametrize("script", [
+    "/bin/sleep 1000 & echo ok",
+    "/bin/sleep 1000 >/dev/null 2>&1 & echo ok",
+    "( /bin/sleep 1000 & ) ; echo ok",
+], ids=["holds-stdout", "detached", "double-fork"])
+def test_no_process_a_tool_started_outlives_generate(tmp_path, script, request):
+    # Every nvidia-smi call backgrounds a sleep and exits; none of them may still run afterwards.
+    bindir = tmp_path / "bin"
+    fake_tool(bindir, "nvidia-smi", script + "\n")
+    marker = "%d-%s" % (os.getpid(), request.node.name)
+    doc = generate(tmp_path, env=clean_env(PATH=str(bindir), **{MARKER_VAR: marker}))
+    assert doc["collection"]["probes"]["gpu"]["status"] != "timeout"
+    assert survivors(marker) == []
+
+
+@needs_proc
+def test_no_process_outlives_generate_when_a_probe_thread_is_abandoned(tmp_path):
+    # A probe stuck waiting on a child past the deadline: generate exits without its thread (os._exit),
+    # and ends that child's group first.
+    code = (
+        "import sys\n"
+        "import relaxrepro.collect.registry as reg\n"
+        "from relaxrepro.collect.runner import Probe\n"
+        "from relaxrepro.std import proc\n"
+        "def stuck(ctx):\n"
+        "    proc.run(['/bin/sh', '-c', '/bin/sleep 1000 & /bin/sleep 1000'], timeout=1000)\n"
+        "reg.PROBES = reg.PROBES + (Probe('stuck', stuck),)\n"
+        "from relaxrepro.cli import run_main\n"
+        "sys.argv = ['relaxrepro', 'generate', '--output', sys.argv[1]]\n"
+        "run_main()\n"
+    )
+    import subprocess
+    import sys as _sys
+
+    marker = "%d-abandoned" % os.getpid()
+    res = subprocess.run([_sys.executable, "-c", code, str(tmp_path / "m.json")],
+                         env=clean_env(**{MARKER_VAR: marker}), capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((tmp_path / "m.json").read_text())["collection"]["probes"]["stuck"]["status"] == "timeout"
+    assert survivors(marker) == []

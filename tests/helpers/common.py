@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -59,6 +59,48 @@ def fake_tool(bindir: Path, name: str, script: str) -> Path:
     path.write_text("#!/bin/sh\n" + textwrap.dedent(script).lstrip("\n"))
     path.chmod(0o755)
     return path
+
+
+MARKER_VAR = "RELAXREPRO_TEST_MARKER"
+"""An environment variable a test hands its child: every descendant inherits it (see :func:`marked_processes`)."""
+
+
+def marked_processes(marker: str) -> List[int]:
+    """Pids of the live processes whose environment carries ``RELAXREPRO_TEST_MARKER=<marker>`` (Linux /proc).
+
+    A zombie's environment reads empty, so only processes still running count."""
+    needle = ("%s=%s" % (MARKER_VAR, marker)).encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as fh:
+                environ = fh.read()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def survivors(marker: str) -> List[int]:
+    """The marked processes still running once SIGKILLed ones have had a moment to go (up to 5 s; a
+    killed process is gone in milliseconds). Any found are killed here, so a failing test leaks nothing."""
+    import signal
+    import time
+
+    for _ in range(100):
+        left = marked_processes(marker)
+        if not left:
+            return []
+        time.sleep(0.05)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return left
 
 
 _validator = None

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
-from relaxrepro.collect.probes import nvidia
+from relaxrepro.collect.context import Context
+from relaxrepro.collect.probes import gpu, nvidia
 from relaxrepro.std.proc import ProcResult
 from tests.helpers.common import FIXTURES, fake_tool
 
 NVIDIA = FIXTURES / "nvidia"
 ROCM = FIXTURES / "rocm"
+
+
+def driverless_linux() -> bool:
+    """Whether this machine is Linux without any GPU driver file: the CLI here records "no GPU"."""
+    return sys.platform.startswith("linux") and not gpu.driver_files(Context(root="/"))
 
 
 def captures(category: str, base: Path = NVIDIA) -> List[Path]:

@@ -94,7 +94,8 @@ def test_different_models_counts_and_a_node_without_gpus(frags):
     fields = _fields(doc)
     assert fields["hardware.gpu_model"]["counts"] == {
         "NVIDIA A100-SXM4-80GB": 2, "NVIDIA A100-SXM4-40GB": 1, "<absent>": 1}
-    assert fields["hardware.gpu_count"]["counts"] == {"4": 2, "1": 1, "<absent>": 1}
+    # The GPU-less node has no tool and no driver file under its (empty) root: zero GPUs, not unknown.
+    assert fields["hardware.gpu_count"]["counts"] == {"4": 2, "1": 1, "0": 1}
     assert fields["hardware.driver_version"]["values"]["<absent>"] == [nodes[3]["node"]["name"]]
     lines = node.summarize_heterogeneity(doc)
     assert "1 of 4 nodes: gpu_model NVIDIA A100-SXM4-80GB -> <absent> (%s)" % nodes[3]["node"]["name"] in lines

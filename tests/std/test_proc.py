@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
+import pytest
+
 from relaxrepro.std import proc
+from tests.helpers.common import MARKER_VAR, marked_processes, survivors
 
 
 def test_captures_stdout_stderr_and_exit_code():
@@ -89,3 +93,69 @@ def test_no_time_left_runs_nothing(tmp_path):
 def test_child_interpreter_crash_is_contained():
     res = proc.run_python(sys.executable, "import os; os.abort()", timeout=10)
     assert res.rc is not None and res.rc < 0 and not res.ok
+
+
+# ---------------------------------------------------------------- nothing a child started outlives it
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="scans /proc for the marked processes")
+
+
+def _marked_env(marker: str) -> dict:
+    return dict(os.environ, **{MARKER_VAR: marker})
+
+
+@needs_proc
+@pytest.mark.parametrize("script", [
+    "/bin/sleep 1000 & echo ok",  # the background child inherits stdout: the pipe stays open
+    "/bin/sleep 1000 >/dev/null 2>&1 & echo ok",  # detached from our pipes: nothing tells us it is there
+    "( /bin/sleep 1000 & ) ; echo ok",  # double fork, no setsid: reparented to init, still in the group
+    "( ( /bin/sleep 1000 & ) & ) ; echo ok",
+], ids=["holds-stdout", "detached", "double-fork", "triple-fork"])
+def test_what_a_tool_backgrounds_is_ended_with_it(script: str, request: pytest.FixtureRequest) -> None:
+    marker = "%d-%s" % (os.getpid(), request.node.name)
+    res = proc.run(["/bin/sh", "-c", script], timeout=60, env=_marked_env(marker))
+    # Reading stopped when the shell exited, not when the 60 s ran out.
+    assert (res.rc, res.stdout, res.timed_out, res.error) == (0, "ok\n", False, None)
+    assert survivors(marker) == []
+
+
+@needs_proc
+def test_output_before_exit_is_kept_whole_when_a_grandchild_holds_the_pipe() -> None:
+    # More than a pipe buffer: the shell blocks writing until we read, then exits with the rest still
+    # buffered; killing the group must not cut what was already written.
+    marker = "drain-%d" % os.getpid()
+    res = proc.run(["/bin/sh", "-c", "/bin/sleep 1000 & head -c 300000 /dev/zero | tr '\\0' x"], timeout=60,
+                   env=_marked_env(marker))
+    assert res.ok and res.stdout == "x" * 300000
+    assert survivors(marker) == []
+
+
+@needs_proc
+def test_timeout_ends_the_background_children_too() -> None:
+    marker = "timeout-%d" % os.getpid()
+    res = proc.run(["/bin/sh", "-c", "/bin/sleep 1000 & /bin/sleep 1000 & wait"], timeout=0.5,
+                   env=_marked_env(marker))
+    assert res.timed_out and not res.ok
+    assert survivors(marker) == []
+
+
+@needs_proc
+def test_end_all_kills_the_group_an_abandoned_thread_waits_on() -> None:
+    # What cli.run_main does before os._exit when a probe thread is stuck past the deadline.
+    marker = "abandoned-%d" % os.getpid()
+    got = []
+
+    def stuck() -> None:
+        got.append(proc.run(["/bin/sh", "-c", "/bin/sleep 1000 & /bin/sleep 1000"], timeout=600,
+                            env=_marked_env(marker)))
+
+    t = threading.Thread(target=stuck, daemon=True)
+    t.start()
+    for _ in range(200):
+        if len(marked_processes(marker)) >= 3:  # the shell and both sleeps
+            break
+        time.sleep(0.05)
+    assert proc.end_all() >= 1
+    t.join(30)
+    assert not t.is_alive() and got[0].rc == -9 and not got[0].timed_out
+    assert survivors(marker) == []
+    assert proc.end_all() == 0  # ended groups are forgotten

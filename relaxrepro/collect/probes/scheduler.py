@@ -175,6 +175,12 @@ def parse_launcher(env: Mapping[str, str]) -> Dict[str, Any]:
         value = _int(_first(env, names))
         if value is not None:
             out[key] = value
+    # torchrun takes every option from PET_<OPTION> too: a job script may export the node and process
+    # counts instead of passing --nnodes/--nproc-per-node (an elastic "1:4" is not a count: left out).
+    for key in ("PET_NNODES", "PET_NPROC_PER_NODE"):
+        value = _int(env.get(key))
+        if value is not None:
+            out[key] = value
     if env.get("MASTER_ADDR", "").strip():
         out["MASTER_ADDR"] = env["MASTER_ADDR"].strip()
     if name is not None and out:

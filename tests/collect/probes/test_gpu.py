@@ -13,7 +13,7 @@ import pytest
 from relaxrepro.collect.context import Context
 from relaxrepro.collect.probes import gpu, gpu_fields, nvidia, rocm
 from tests.helpers.common import clean_env, fake_tool, generate, run_cli
-from tests.helpers.gpu import NVIDIA, ROCM, captures, case_id, fake_smi, read
+from tests.helpers.gpu import NVIDIA, ROCM, captures, case_id, driverless_linux, fake_smi, read
 
 XML_DUAL_A5000 = NVIDIA / "xml" / "telegraf__dual_a5000-v13.xml"
 XML_A100_MIG = NVIDIA / "xml" / "netdata__a100-sxm4-mig.xml"
@@ -24,6 +24,7 @@ ERRORS = NVIDIA / "errors"
 # Through `generate` the probe reads the real /proc: on a machine with an NVIDIA driver loaded the
 # answer legitimately differs (the driver version from /proc), so those tests need a driverless box.
 NO_REAL_DRIVER = pytest.mark.skipif(Path(nvidia.PROC_VERSION).exists(), reason="this machine has an NVIDIA driver")
+NO_REAL_GPU_DRIVER = pytest.mark.skipif(not driverless_linux(), reason="this machine has a GPU driver, or is not Linux")
 
 
 def _ctx(bindir: Path, root: Optional[Path] = None, **env: str) -> Context:
@@ -143,19 +144,62 @@ def test_every_xml_capture_through_the_collector(tmp_path: Path, path: Path) -> 
 
 
 # ------------------------------------------------------------------------------------ bad input
-def test_tool_missing_everywhere_is_absent(tmp_path: Path) -> None:
-    out = gpu.collect(_ctx(tmp_path / "empty", root=tmp_path / "noroot"))
+LOOKED_FOR = ["nvidia-smi", "amd-smi", "rocm-smi", "/proc/driver/nvidia", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg",
+              "/dev/nvidia<N>"]
+
+
+def _dev_root(tmp_path: Path, *paths: str) -> Path:
+    """A filesystem root holding only the given driver paths (plain files: only their presence counts)."""
+    root = tmp_path / "root"
+    (root / "dev").mkdir(parents=True)
+    for p in paths:
+        (root / p.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (root / p.lstrip("/")).write_text("")
+    return root
+
+
+def test_no_tool_and_no_driver_is_zero_gpus_with_its_evidence(tmp_path: Path) -> None:
+    out = gpu.collect(_ctx(tmp_path / "empty", root=_dev_root(tmp_path, "/dev/null", "/dev/nvme0")))
+    assert out.status == "absent" and out.warnings == []
+    assert out.data == {"hardware": {"gpu_count": 0, "gpus": [], "gpu_evidence": {"looked_for": LOOKED_FOR,
+                                                                                   "found": []}}}
+
+
+@pytest.mark.parametrize("paths", [
+    ["/dev/nvidiactl", "/dev/nvidia3"],  # a container given GPU 3, without nvidia-smi
+    ["/dev/nvidia0"],
+    ["/dev/kfd"],
+    ["/dev/dxg"],
+    ["/proc/driver/nvidia/params"],  # the module is loaded, its version file unreadable
+], ids=["container-gpu3", "nvidia0", "amd-kfd", "wsl-dxg", "proc-driver"])
+def test_a_driver_without_a_tool_leaves_the_count_unknown(tmp_path: Path, paths: list) -> None:
+    out = gpu.collect(_ctx(tmp_path / "empty", root=_dev_root(tmp_path, *paths)))
+    found = sorted(p if not p.startswith("/proc") else "/proc/driver/nvidia" for p in paths)
+    assert out.status == "absent" and "gpu_count" not in out.data["hardware"]
+    assert sorted(out.data["hardware"]["gpu_evidence"]["found"]) == found
+    assert out.warnings == ["no GPU tool found (nvidia-smi, amd-smi, rocm-smi), but a GPU driver is here (%s)"
+                            % ", ".join(out.data["hardware"]["gpu_evidence"]["found"])]
+
+
+def test_numbered_nvidia_nodes_in_numeric_order(tmp_path: Path) -> None:
+    root = _dev_root(tmp_path, "/dev/nvidia10", "/dev/nvidia2", "/dev/nvidia-uvm", "/dev/nvidiactl")
+    assert gpu.driver_files(_ctx(tmp_path, root=root)) == ["/dev/nvidiactl", "/dev/nvidia2", "/dev/nvidia10"]
+
+
+def test_outside_linux_no_driver_file_proves_nothing() -> None:
+    out = gpu.without_tools([], linux=False)
     assert out.status == "absent" and out.data == {}
     assert out.warnings == ["no GPU tool found (nvidia-smi, amd-smi, rocm-smi)"]
 
 
-@NO_REAL_DRIVER
-def test_generate_without_nvidia_smi_still_writes(tmp_path: Path) -> None:
+@NO_REAL_GPU_DRIVER
+def test_generate_without_nvidia_smi_records_no_gpu(tmp_path: Path) -> None:
     (tmp_path / "bin").mkdir()
     doc = generate(tmp_path, env=clean_env(PATH=str(tmp_path / "bin")))
     assert doc["collection"]["probes"]["gpu"]["status"] == "absent"
-    assert doc["collection"]["probes"]["gpu"]["warnings"] == ["no GPU tool found (nvidia-smi, amd-smi, rocm-smi)"]
-    assert "gpus" not in doc["hardware"] and "gpu_count" not in doc["hardware"]
+    assert doc["collection"]["probes"]["gpu"]["warnings"] == []
+    assert doc["hardware"]["gpu_count"] == 0 and doc["hardware"]["gpus"] == []
+    assert doc["hardware"]["gpu_evidence"] == {"looked_for": LOOKED_FOR, "found": []}
 
 
 @pytest.mark.parametrize("banner,status,warning", [
@@ -214,7 +258,7 @@ def test_unreadable_proc_entry_is_ignored(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "proc/driver/nvidia/version").mkdir(parents=True)
     out = gpu.collect(_ctx(tmp_path / "empty", root=root))
-    assert out.status == "absent"
+    assert out.status == "absent" and "gpu_count" not in out.data["hardware"]  # a driver is loaded: not "no GPU"
 
 
 @NO_REAL_DRIVER

@@ -59,6 +59,12 @@ def test_unreadable_numbers_are_left_out_not_guessed():
     assert scheduler.parse_launcher(env) == {"RANK": 0}
 
 
+def test_torchrun_options_as_pet_variables():
+    env = {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "8", "PATH": "/usr/bin"}
+    assert scheduler.parse_launcher(env) == {"PET_NNODES": 2, "PET_NPROC_PER_NODE": 8}
+    assert scheduler.parse_launcher({"PET_NNODES": "1:4", "PET_NPROC_PER_NODE": "gpu"}) == {}
+
+
 def test_generate_records_slurm_and_torchrun(tmp_path):
     case = json.loads((FIXTURES / "scheduler" / "slurm_torchrun_4node.json").read_text())
     env = clean_env(**case["env"])

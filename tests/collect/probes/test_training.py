@@ -7,6 +7,7 @@ import pytest
 
 from relaxrepro.collect.probes import training
 from relaxrepro.collect.probes.training import derive_training
+from tests.helpers.common import generate
 
 
 def doc(argv=(), resolved=None, launcher=None, scheduler=None, ray_gpus=None):
@@ -32,7 +33,10 @@ def test_megatron_command_with_world_size_from_torchrun():
     assert got == {
         "parallel_topology": {"tensor": 2, "pipeline": 4, "context": 2, "expert": 8, "data": 8},
         "global_batch_size": 1024, "micro_batch_size": 1, "world_size": 128, "world_size_source": "launcher",
-        "data_parallel_source": "derived", "args_source": "argv",
+        "world_size_from": "WORLD_SIZE", "data_parallel_source": "derived", "args_source": "argv",
+        "topology_from": {"tensor": "tensor_model_parallel_size", "pipeline": "pipeline_model_parallel_size",
+                          "context": "context_parallel_size", "expert": "expert_model_parallel_size",
+                          "data": "world_size / (tensor x pipeline x context)"},
     }
 
 
@@ -68,6 +72,84 @@ def test_world_size_from_scheduler_then_ray():
     assert (got["world_size"], got["world_size_source"], got["parallel_topology"]["data"]) == (16, "scheduler", 2)
     got, _ = derive_training(doc(["--tp", "2"], ray_gpus=4))
     assert (got["world_size"], got["world_size_source"], got["parallel_topology"]["data"]) == (4, "ray", 2)
+
+
+@pytest.mark.parametrize("argv,world,source,how,data", [
+    (["python", "train.py", "--world-size", "8", "--tp", "2", "--pp", "2"], 8, "args", "world_size", 2),
+    (["python", "train.py", "--world_size=8", "--tp", "2", "--pp", "2"], 8, "args", "world_size", 2),
+    (["python", "train.py", "--tp", "2", "trainer.nnodes=2", "trainer.n_gpus_per_node=8"], 16, "args",
+     "trainer.nnodes x trainer.n_gpus_per_node", 8),
+    (["torchrun", "--nnodes", "2", "--nproc-per-node", "8", "pretrain_gpt.py", "--tensor-model-parallel-size", "4"],
+     16, "launcher", "torchrun --nnodes x --nproc-per-node", 4),
+    (["torchrun", "--standalone", "--nproc_per_node=4", "train.py", "--tp", "2"], 4, "launcher",
+     "torchrun --standalone x --nproc-per-node", 2),
+    (["torchrun", "--nproc-per-node", "8", "train.py", "--tp", "2"], 8, "launcher",
+     "torchrun --nnodes default 1 x --nproc-per-node", 4),
+    (["python", "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=8", "-m", "pkg.train", "--tp", "4"],
+     16, "launcher", "torchrun --nnodes x --nproc-per-node", 4),
+    (["srun", "-N", "2", "torchrun", "--nnodes", "2", "--nproc-per-node", "8", "train.py", "--tp", "8"], 16,
+     "launcher", "torchrun --nnodes x --nproc-per-node", 2),
+    (["deepspeed", "--num_nodes", "2", "--num_gpus", "8", "train.py", "--tp", "2"], 16, "launcher",
+     "deepspeed --num_nodes x --num_gpus", 8),
+    (["accelerate", "launch", "--num_processes", "16", "--num_machines", "2", "train.py", "--tp", "2"], 16,
+     "launcher", "accelerate --num_processes", 8),
+    (["mpirun", "-np", "16", "-x", "NCCL_DEBUG", "python", "train.py", "--tp", "2"], 16, "launcher", "mpirun -np", 8),
+], ids=["world-size", "world_size", "verl-hydra", "torchrun", "torchrun-standalone", "torchrun-one-node",
+        "python-m-torch.distributed.run", "srun-torchrun", "deepspeed", "accelerate", "mpirun"])
+def test_world_size_spellings(argv, world, source, how, data):
+    got, _ = derive_training(doc(argv))
+    assert (got["world_size"], got["world_size_source"], got["world_size_from"]) == (world, source, how)
+    assert got["parallel_topology"]["data"] == data and got["data_parallel_source"] == "derived"
+    assert "inconsistencies" not in got
+
+
+@pytest.mark.parametrize("argv", [
+    ["torchrun", "--nnodes", "1:4", "--nproc-per-node", "8", "train.py", "--tp", "2"],  # elastic: known at run time
+    ["torchrun", "--nproc-per-node", "gpu", "train.py", "--tp", "2"],
+    ["deepspeed", "--num_gpus", "8", "train.py", "--tp", "2"],  # nodes: all of a hostfile we do not read
+    ["python", "train.py", "--tp", "2", "trainer.num_nodes=1", "trainer.devices=-1"],  # Lightning's "all"
+    ["python", "train.py", "--tp", "2", "--world-size", "0"],
+], ids=["torchrun-elastic", "nproc-gpu", "deepspeed-no-nodes", "lightning-all-devices", "zero"])
+def test_world_size_not_stated_is_not_guessed(argv):
+    got, _ = derive_training(doc(argv))
+    assert "world_size" not in got and "data" not in got["parallel_topology"]
+
+
+def test_torchrun_options_given_as_pet_variables():
+    pet = {"PET_NNODES": 2, "PET_NPROC_PER_NODE": 8}
+    got, _ = derive_training(doc(["torchrun", "train.py", "--tp", "2"], launcher=pet))
+    assert (got["world_size"], got["world_size_from"]) == (16, "torchrun PET_NNODES x PET_NPROC_PER_NODE")
+    got, _ = derive_training(doc(["torchrun", "--nproc-per-node", "4", "train.py", "--tp", "2"], launcher=pet))
+    assert (got["world_size"], got["world_size_from"]) == (8, "torchrun PET_NNODES x --nproc-per-node")
+    got, _ = derive_training(doc(["bash", "run.sh", "--tp", "2"], launcher=pet))
+    assert (got["world_size"], got["world_size_from"]) == (16, "PET_NNODES x PET_NPROC_PER_NODE")
+
+
+def test_world_size_sources_in_order():
+    argv = ["torchrun", "--nnodes", "4", "--nproc-per-node", "8", "train.py", "--world-size", "16", "--tp", "2"]
+    sched = {"node_count": 8, "gpus_per_node": 8}
+    got, _ = derive_training(doc(argv, launcher={"WORLD_SIZE": 64}, scheduler=sched, ray_gpus=128))
+    assert (got["world_size"], got["world_size_source"]) == (64, "launcher")  # this process's own WORLD_SIZE
+    got, _ = derive_training(doc(argv, scheduler=sched, ray_gpus=128))
+    assert (got["world_size"], got["world_size_source"]) == (16, "args")
+    got, _ = derive_training(doc(argv[:5] + ["train.py", "--tp", "2"], scheduler=sched, ray_gpus=128))
+    assert (got["world_size"], got["world_size_source"]) == (32, "launcher")
+    got, _ = derive_training(doc(["python", "train.py", "--tp", "2"], scheduler=sched, ray_gpus=128))
+    assert (got["world_size"], got["world_size_from"]) == (64, "node_count x gpus_per_node")
+
+
+def test_expert_parallel_does_not_divide_the_world():
+    got, _ = derive_training(doc(["train.py", "--world-size", "16", "--tp", "2", "--pp", "2", "--ep", "8"]))
+    assert got["parallel_topology"] == {"tensor": 2, "pipeline": 2, "expert": 8, "data": 4}
+    assert "inconsistencies" not in got
+
+
+def test_generate_records_world_size_and_data_parallel_from_the_args(tmp_path):
+    doc_ = generate(tmp_path, command=["python", "train.py", "--world-size", "8", "--tp", "2", "--pp", "2"])
+    assert doc_["training"]["parallel_topology"] == {"tensor": 2, "pipeline": 2, "data": 2}
+    assert (doc_["training"]["world_size"], doc_["training"]["world_size_from"]) == (8, "world_size")
+    assert doc_["training"]["topology_from"] == {"tensor": "tp", "pipeline": "pp",
+                                                 "data": "world_size / (tensor x pipeline x context)"}
 
 
 def test_world_size_not_divisible_is_flagged_and_data_not_derived():
