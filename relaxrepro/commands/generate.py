@@ -10,6 +10,9 @@ from ..manifest.model import RUN_ID_ENV, output_dir, valid_run_id
 from ..record import session
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos
 
+ARGS_JSON_LIMIT_BYTES = 16 << 20
+"""Far above any real argument dump (a few KB); the bound keeps a mistaken path from filling memory."""
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
@@ -146,11 +149,14 @@ def _load_args_json(path: str) -> object:
     """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
     import json
 
+    from ..std.files import read_regular
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(16 << 20)
+        raw = read_regular(path, ARGS_JSON_LIMIT_BYTES + 1)  # a FIFO or /dev/zero: refused, not read
     except OSError as exc:
         return (exc.strerror or str(exc)).lower()
+    if len(raw) > ARGS_JSON_LIMIT_BYTES:
+        return "over %d MB: not an argument file" % (ARGS_JSON_LIMIT_BYTES >> 20)
     try:
         value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -49,8 +49,7 @@ class Outer:
 def read(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """(the manifest at ``path``, None) or (None, why not)."""
     try:
-        # regular_only: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
-        data = reader.read_bytes(path, ADOPT_LIMIT_BYTES, regular_only=True)
+        data = reader.read_bytes(path, ADOPT_LIMIT_BYTES)  # a FIFO (`RELAXREPRO_MANIFEST=<(...)`): refused unread
     except reader.ReadError as exc:
         if exc.reason == "too_large":
             return None, "not a manifest (over %d bytes)" % ADOPT_LIMIT_BYTES

@@ -4,6 +4,7 @@ stderr naming the problem, exit 2, nothing on stdout, nothing created."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -97,3 +98,43 @@ def test_escape_sequence_in_the_file_name_is_not_echoed_raw(tmp_path, capsys):
     assert cli.main(["diff", str(bad), str(bad)]) == 2
     _, err = capsys.readouterr()
     assert "\x1b" not in err and "evil\\x1b[2J.json" in err
+
+
+# -- a FIFO or a device where a manifest belongs: refused at once, never waited on or read -----------
+# Each runs as a child process: run_cli's timeout (60 s) is the hang guard, not an assertion on time.
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+
+
+def _not_regular(tmp_path, kind):
+    (tmp_path / "good.json").write_bytes(_GOOD)
+    path = tmp_path / "manifest_x.json"
+    if kind == "fifo":
+        os.mkfifo(str(path))
+    else:
+        path.symlink_to("/dev/zero")
+    return path
+
+
+@needs_fifo
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero"])
+@pytest.mark.parametrize("command", sorted(COMMANDS) + ["lineage"])
+def test_a_fifo_or_device_is_refused_at_once(tmp_path, command, kind):
+    path = _not_regular(tmp_path, kind)
+    argv = ["lineage", str(path), str(tmp_path)] if command == "lineage" else COMMANDS[command](str(path), tmp_path)
+    res = run_cli(*argv, cwd=tmp_path)
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr == _prefix(argv) + "%s: %s is not a regular file\n" % (path, path)
+    assert not (tmp_path / "out").exists()
+
+
+@needs_fifo
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero"])
+def test_merge_refuses_a_fifo_or_device_as_manifest_or_fragment(tmp_path, kind):
+    path = _not_regular(tmp_path, kind)
+    good = str(tmp_path / "good.json")
+    res = run_cli("merge", str(path), good, cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (2, "relaxrepro merge: error: %s: %s is not a regular file\n" % (path, path))
+    res = run_cli("merge", good, str(path), cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (2, "relaxrepro merge: error: %s: not a regular file\n" % path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.json", "manifest_x.json"]
