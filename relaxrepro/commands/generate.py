@@ -147,9 +147,9 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
 
 def _load_args_json(path: str) -> object:
     """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
-    import json
-
+    from ..manifest.reader import ManifestError, parse_json
     from ..std.files import read_regular
+    from ..std.text import safe_text
 
     try:
         raw = read_regular(path, ARGS_JSON_LIMIT_BYTES + 1)  # a FIFO or /dev/zero: refused, not read
@@ -158,11 +158,11 @@ def _load_args_json(path: str) -> object:
     if len(raw) > ARGS_JSON_LIMIT_BYTES:
         return "over %d MB: not an argument file" % (ARGS_JSON_LIMIT_BYTES >> 20)
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = parse_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return "not UTF-8 text"
-    except ValueError as exc:
-        return "not valid JSON (%s)" % exc
+    except ManifestError as exc:
+        return safe_text(exc)  # it may quote a key from the file
     if not isinstance(value, dict):
         return "expected a JSON object of argument names, got %s" % type(value).__name__
     return value

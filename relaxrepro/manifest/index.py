@@ -11,7 +11,6 @@ the strict reader. An unreadable manifest is an entry with an ``error``, never a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 
@@ -185,7 +184,9 @@ def _value(raw: bytes, start: int, end: int) -> Any:
     chunk = raw[start:end].rstrip()
     if chunk.endswith(b","):
         chunk = chunk[:-1]
-    return json.loads(chunk.decode("utf-8"))
+    from .reader import parse_json  # the readers' rules: a NaN here sends the file to the strict reader
+
+    return parse_json(chunk.decode("utf-8"))
 
 
 def scan(roots: Iterable[str], fields: Sequence[str] = LS_FIELDS) -> List[Entry]:

@@ -196,15 +196,7 @@ def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
         raise ManifestError("not UTF-8: invalid byte 0x%02x at offset %d" % (raw[exc.start], exc.start)) from None
     if not text.strip():
         raise ManifestError("file is empty")
-    try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
-    except _ConstantError as exc:
-        name = exc.args[0]
-        raise ManifestError("not valid JSON: %s literal is not allowed (JSON has no %s)" % (name, name)) from None
-    except json.JSONDecodeError as exc:
-        raise ManifestError("not JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno)) from None
-    except RecursionError:
-        raise ManifestError("nesting is deeper than any manifest (over %d levels)" % MAX_DEPTH) from None
+    doc = parse_json(text)
     if not isinstance(doc, dict):
         raise ManifestError("not a manifest: the top level is %s, expected an object" % _typename(doc))
     _check_depth(doc)
@@ -214,12 +206,86 @@ def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
     return doc, warnings
 
 
-class _ConstantError(ValueError):
-    pass
+MAX_INT_DIGITS = 4300
+"""The longest integer any reader takes. Python 3.11+ refuses to convert longer ones (its
+``int_max_str_digits``, a ValueError from ``json.loads``) and 3.8-3.10 take any: this is our rule,
+the same on every version. No manifest field holds a number anywhere near it."""
+
+_INF = float("inf")
 
 
-def _refuse_constant(name: str) -> Any:
-    raise _ConstantError(name)
+def parse_json(text: str) -> Any:
+    """The data of a JSON text, by the rules of every reader (manifest, fragment, ``--args-json``).
+
+    Stricter than ``json.loads``: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON, nor is a number
+    too large for a float (``1e999`` would read as Infinity), and an integer of more than
+    :data:`MAX_INT_DIGITS` digits is refused on every Python. Raises :class:`ManifestError`, with the
+    dotted path of the bad value (``training.seed``) where it has one.
+    """
+    bad: List[_Bad] = []
+
+    def parse_int(s: str) -> Any:
+        digits = len(s) - s.startswith("-")
+        if digits <= MAX_INT_DIGITS:
+            try:
+                return int(s)
+            except ValueError:  # PYTHONINTMAXSTRDIGITS set lower than ours
+                pass
+        return _flag(bad, "integer of %d digits is longer than the %d allowed" % (digits, MAX_INT_DIGITS))
+
+    def parse_float(s: str) -> Any:
+        value = float(s)
+        if -_INF < value < _INF:
+            return value
+        shown = s if len(s) <= 24 else s[:10] + "..." + s[-10:]
+        return _flag(bad, "number %s is out of range (it would read as %s)"
+                     % (shown, "-Infinity" if value < 0 else "Infinity"))
+
+    def parse_constant(name: str) -> Any:
+        return _flag(bad, "not valid JSON: %s literal is not allowed (JSON has no %s)" % (name, name))
+
+    try:
+        doc = json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+    except json.JSONDecodeError as exc:
+        raise ManifestError("not JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno)) from None
+    except RecursionError:
+        raise ManifestError("nesting is deeper than any manifest (over %d levels)" % MAX_DEPTH) from None
+    if bad:  # rare: only then walk the document to say where
+        found = _find_bad(doc)
+        if found is not None:
+            where, value = found
+            raise ManifestError(value.message, where or None)
+    return doc
+
+
+class _Bad:
+    """Stands in for a refused value until the whole text is parsed and its path can be named."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _flag(bad: List[_Bad], message: str) -> _Bad:
+    value = _Bad(message)
+    bad.append(value)
+    return value
+
+
+def _find_bad(doc: Any) -> Optional[Tuple[str, _Bad]]:
+    """The dotted path and the first refused value in document order; None when a later duplicate key
+    replaced every one (the document does not hold it)."""
+    stack: List[Tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, _Bad):
+            return where, node
+        if isinstance(node, dict):
+            stack.extend(((v, (where + "." if where else "") + str(k)) for k, v in reversed(list(node.items()))))
+        elif isinstance(node, list):
+            stack.extend((node[i], "%s[%d]" % (where, i)) for i in range(len(node) - 1, -1, -1))
+    return None
 
 
 def _typename(value: Any) -> str:

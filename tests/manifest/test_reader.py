@@ -13,6 +13,7 @@ from relaxrepro.manifest.reader import (
     ManifestError,
     ReadError,
     load_manifest,
+    parse_json,
     parse_manifest,
     read_bytes,
     read_ends,
@@ -60,9 +61,9 @@ def test_the_shape_users_already_know():
     (b"\xef\xbb\xbf{}", "file starts with a UTF-8 byte order mark (BOM); manifests are plain UTF-8"),
     (b'{"a": "\xff"}', "not UTF-8: invalid byte 0xff at offset 7"),
     (b"", "file is empty"),
-    (b'{"schema_version": "1.0", "x": NaN}', "not valid JSON: NaN literal is not allowed (JSON has no NaN)"),
+    (b'{"schema_version": "1.0", "x": NaN}', "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'x'"),
     (b'{"schema_version": "1.0", "x": -Infinity}',
-     "not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity)"),
+     "not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity) in 'x'"),
     (b'{"schema_version": "2.0"}', "unsupported schema_version 2.0: this relaxrepro reads 1.x"),
     (b'{"schema_version": 1}', "Unexpected type int (expected string) in 'schema_version'"),
     (b'{"run_id": "x"}', "missing schema_version"),
@@ -73,6 +74,44 @@ def test_broken_files_one_clear_line(raw, message):
     with pytest.raises(ManifestError) as err:
         parse_manifest(raw)
     assert str(err.value) == message
+
+
+BIG = "7" * 5000
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"training": {"seed": %s}}' % BIG, "integer of 5000 digits is longer than the 4300 allowed in 'training.seed'"),
+    ('{"a": [1, {"b": -%s}]}' % BIG, "integer of 5000 digits is longer than the 4300 allowed in 'a[1].b'"),
+    ("[%s]" % ("9" * 4301), "integer of 4301 digits is longer than the 4300 allowed in '[0]'"),
+    ('{"outcome": {"metrics": {"loss": NaN}}}',
+     "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'outcome.metrics.loss'"),
+    ('{"x": [Infinity]}', "not valid JSON: Infinity literal is not allowed (JSON has no Infinity) in 'x[0]'"),
+    ("-Infinity", "not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity)"),
+    ('{"lr": 1e999}', "number 1e999 is out of range (it would read as Infinity) in 'lr'"),
+    ('{"lr": -%s.5e400}' % ("1" * 30), "number -111111111...1111.5e400 is out of range (it would read as "
+                                        "-Infinity) in 'lr'"),
+    ('{"a": 1, "b": NaN, "c": %s}' % BIG, "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'b'"),
+    ('{"a": NaN', "not JSON: Expecting ',' delimiter at line 1 column 10"),
+], ids=["huge-int", "huge-negative-nested", "4301-digits", "nan", "infinity", "top-level", "float-overflow",
+        "float-overflow-long", "first-in-document-order", "syntax-error-wins"])
+def test_parse_json_refuses_what_no_reader_can_hold_naming_where(text, message):
+    # The same on every Python: 3.8-3.10 have no int digit limit, 3.11+ raise ValueError without our hook.
+    with pytest.raises(ManifestError) as err:
+        parse_json(text)
+    assert str(err.value) == message
+
+
+def test_parse_json_takes_the_longest_integer_allowed_and_what_a_later_key_replaced():
+    assert parse_json("[%s, -%s]" % ("9" * 4300, "9" * 4300)) == [10 ** 4300 - 1, 1 - 10 ** 4300]
+    assert parse_json('{"a": NaN, "a": 1.5}') == {"a": 1.5}  # the document holds no NaN
+
+
+def test_a_huge_integer_in_a_manifest_names_its_path():
+    raw = _bytes(_doc()).replace(b'"training": {}', b'"training": {"seed": ' + BIG.encode() + b"}")
+    with pytest.raises(ManifestError) as err:
+        parse_manifest(raw)
+    assert (str(err.value), err.value.field) == (
+        "integer of 5000 digits is longer than the 4300 allowed in 'training.seed'", "training.seed")
 
 
 @pytest.mark.parametrize("change, message", [

@@ -97,8 +97,11 @@ def test_args_json_wins_over_the_command(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     pytest.param(None, "no such file or directory", id="missing"),
-    pytest.param(b"{lr: 1", "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
-                 "(char 1))", id="invalid-json"),
+    pytest.param(b"{lr: 1", "not JSON: Expecting property name enclosed in double quotes at line 1 column 2",
+                 id="invalid-json"),
+    pytest.param(b'{"lr": NaN}', "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'lr'", id="nan"),
+    pytest.param(b'{"model": {"seed": ' + b"7" * 5000 + b"}}",
+                 "integer of 5000 digits is longer than the 4300 allowed in 'model.seed'", id="huge-int"),
     pytest.param(b'{"x": "' + b"y" * (16 << 20) + b'"}', "over 16 MB: not an argument file", id="over-16-mb"),
     pytest.param(b"[1, 2]", "expected a JSON object of argument names, got list", id="not-an-object"),
     pytest.param(b"\xff\xfe{}", "not UTF-8 text", id="not-utf8"),
