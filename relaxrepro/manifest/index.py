@@ -16,6 +16,7 @@ import re
 
 from ..std.records import Record
 from .model import READ_LIMIT_BYTES
+from .reader import parse_json  # the readers' rules: a NaN in a field read quickly sends the file to the strict one
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -184,8 +185,6 @@ def _value(raw: bytes, start: int, end: int) -> Any:
     chunk = raw[start:end].rstrip()
     if chunk.endswith(b","):
         chunk = chunk[:-1]
-    from .reader import parse_json  # the readers' rules: a NaN here sends the file to the strict reader
-
     return parse_json(chunk.decode("utf-8"))
 
 
