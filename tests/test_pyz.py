@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -11,17 +10,7 @@ import zipfile
 
 import pytest
 
-from tests.helpers.common import ROOT, clean_env, validate_manifest
-
-
-def _pyenv_python(minor: str):
-    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
-    found = sorted(glob.glob(os.path.join(root, "versions", minor + ".*", "bin", "python" + minor)))
-    if not found:
-        if os.environ.get("CI"):
-            raise AssertionError("CPython %s is missing from pyenv (%s)" % (minor, root))
-        pytest.skip("CPython %s not installed under pyenv" % minor)
-    return found[-1]
+from tests.helpers.common import ROOT, clean_env, pyenv_python, validate_manifest
 
 
 def _build(out, epoch=None):
@@ -60,7 +49,7 @@ def test_pyz_is_executable_with_env_shebang_and_small(pyz):
 
 @pytest.mark.parametrize("minor", ["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"])
 def test_generate_runs_on_every_supported_python(tmp_path, pyz, repo, minor):
-    python = _pyenv_python(minor)
+    python = pyenv_python(minor)
     out = tmp_path / "m.json"
     env = clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("PYTHONPATH")
@@ -76,7 +65,7 @@ def test_generate_runs_on_every_supported_python(tmp_path, pyz, repo, minor):
 
 @pytest.mark.parametrize("minor", ["3.6", "3.7"])
 def test_old_python_gets_one_line(pyz, minor):
-    python = _pyenv_python(minor)
+    python = pyenv_python(minor)
     res = subprocess.run([python, str(pyz), "generate"], capture_output=True, text=True, timeout=30)
     version = subprocess.run([python, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
                              capture_output=True, text=True).stdout.strip()
@@ -87,7 +76,7 @@ def test_old_python_gets_one_line(pyz, minor):
 
 @pytest.mark.parametrize("minor", ["3.6", "3.7"])
 def test_old_python_module_entry_gets_one_line(minor):
-    python = _pyenv_python(minor)
+    python = pyenv_python(minor)
     env = clean_env()
     res = subprocess.run([python, "-m", "relaxrepro", "generate"], capture_output=True, text=True, timeout=30, env=env)
     assert res.returncode == 2 and res.stderr.startswith("relaxrepro needs Python 3.8 or newer (found ")

@@ -12,6 +12,7 @@ import threading
 import time
 
 from ..std import proc
+from ..std.files import read_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -117,10 +118,10 @@ class Context:
         return os.path.join(self.root, joined.lstrip("/"))
 
     def read_text(self, *parts: str, limit: int = 1 << 20) -> Optional[str]:
-        """Read a small system file under the root; None when absent or unreadable."""
+        """Read a small system file under the root (its first ``limit`` bytes); None when absent,
+        unreadable or not a regular file (``/proc`` files are regular)."""
         try:
-            with open(self.path(*parts), "rb") as fh:
-                data = fh.read(limit)
+            data = read_regular(self.path(*parts), limit)
         except (OSError, ValueError):
             return None
         return data.decode("utf-8", "replace")

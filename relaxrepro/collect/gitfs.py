@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..std.files import read_regular
 from ..std.records import Record
 
 TYPE_CHECKING = False
@@ -55,8 +56,7 @@ class GitDir(Record):
 
 def _read(path: str, limit: int = _MAX_FILE) -> Optional[str]:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
+        return read_regular(path, limit).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
 

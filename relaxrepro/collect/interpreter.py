@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from ..std.files import read_regular
 from ..std.records import Record
 from .context import Context
 
@@ -179,8 +180,7 @@ def _find(ctx: Context, head: str) -> Optional[str]:
 def _shebang_python(ctx: Context, path: str) -> Optional[str]:
     """The Python interpreter a script's ``#!`` line names, if it names one."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(1024)
+        head = read_regular(path, 1024)
     except OSError:
         return None
     if not head.startswith(b"#!"):

@@ -11,6 +11,7 @@ import json
 import os
 import re
 
+from ..std.files import read_regular
 from ..std.records import Record
 from ..std.sha import sha256_hex
 from . import gitfs
@@ -190,8 +191,7 @@ def editable_installs(site_dirs: Iterable[str]) -> List[Tuple[str, str]]:
 
 def _read_small(path: str, limit: int) -> Optional[str]:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(limit).decode("utf-8", "replace")
+        return read_regular(path, limit).decode("utf-8", "replace")
     except (OSError, ValueError):
         return None
 

@@ -56,12 +56,13 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
     unreadable: [...]}``; runs ordered by time."""
     from ..manifest.reader import ManifestError, load_manifest
 
-    members = [e for e in index.scan(roots, GROUP_FIELDS)
-               if e.error is None and index.lineage_of(e.doc).get("group") == group]
+    entries = index.scan(roots, GROUP_FIELDS)
+    members = [e for e in entries if e.error is None and index.lineage_of(e.doc).get("group") == group]
     members.sort(key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
-    unreadable: List[str] = []
+    # A file that cannot be read may be of the group: say so rather than compare without it in silence.
+    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in entries if e.error is not None]
     for e in members:
         try:
             doc = load_manifest(e.path)
@@ -79,7 +80,7 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
         if any(v != column[0] for v in column[1:]) or (
                 len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
             varying[k] = column
-    return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": unreadable}
+    return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable)}
 
 
 def render(result: Dict[str, Any], *, cwd: str = ".") -> str:

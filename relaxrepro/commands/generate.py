@@ -10,6 +10,9 @@ from ..manifest.model import RUN_ID_ENV, valid_run_id
 from ..record import session
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, parse_repos, say
 
+ARGS_JSON_LIMIT_BYTES = 16 << 20
+"""Far above any real argument dump (a few KB); the bound keeps a mistaken path from filling memory."""
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
@@ -154,19 +157,22 @@ def _print_doc(doc: dict) -> None:
 
 def _load_args_json(path: str) -> object:
     """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
-    import json
+    from ..manifest.reader import ManifestError, parse_json
+    from ..std.files import read_regular
+    from ..std.text import safe_text
 
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(16 << 20)
+        raw = read_regular(path, ARGS_JSON_LIMIT_BYTES + 1)  # a FIFO or /dev/zero: refused, not read
     except OSError as exc:
         return (exc.strerror or str(exc)).lower()
+    if len(raw) > ARGS_JSON_LIMIT_BYTES:
+        return "over %d MB: not an argument file" % (ARGS_JSON_LIMIT_BYTES >> 20)
     try:
-        value = json.loads(raw.decode("utf-8"))
+        value = parse_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return "not UTF-8 text"
-    except ValueError as exc:
-        return "not valid JSON (%s)" % exc
+    except ManifestError as exc:
+        return safe_text(exc)  # it may quote a key from the file
     if not isinstance(value, dict):
         return "expected a JSON object of argument names, got %s" % type(value).__name__
     return value

@@ -12,7 +12,7 @@ from ..manifest.flat import ARG_DEPTH, cell, changed, flatten
 from ..manifest.index import gpu_cell, rel_path, repos, short, time_cell
 from ..manifest.reader import ManifestError, load_manifest
 from ..std.text import safe_format
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, dirs_or_cwd, read_or_report, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -26,15 +26,18 @@ def ancestry(run: str, roots: Sequence[str]) -> Dict[str, Any]:
     """The chain of ``run`` (a run id or a manifest path) back to its root, oldest first.
 
     Returns ``{"chain": [...], "steps": [...], "cycle": [...] | None, "missing": run id | None,
-    "error": str | None}``. Each chain item is ``{run_id, path, generated_at}`` (``missing: True``
-    for a parent that was recorded but not found); each step says how a run differs from its parent.
+    "error": str | None, "unreadable": ["path: why", ...]}``. Each chain item is ``{run_id, path,
+    generated_at}`` (``missing: True`` for a parent that was recorded but not found); each step says
+    how a run differs from its parent.
     """
     entries = index.scan(roots, LINEAGE_FIELDS)
     by_id: Dict[str, Any] = {}
     for e in entries:
         if e.error is None and e.run_id and e.run_id not in by_id:
             by_id[e.run_id] = e.path
-    result: Dict[str, Any] = {"chain": [], "steps": [], "cycle": None, "missing": None, "error": None}
+    unreadable = sorted("%s: %s" % (e.path, e.error) for e in entries if e.error is not None)
+    result: Dict[str, Any] = {"chain": [], "steps": [], "cycle": None, "missing": None, "error": None,
+                              "unreadable": unreadable}
     if os.path.isfile(run):
         start_path: Optional[str] = run
     else:
@@ -161,7 +164,11 @@ def run(args: argparse.Namespace) -> int:
     dirs = dirs_or_cwd(args.dirs)
     if report_missing(dirs, "lineage"):
         return EXIT_FAIL
+    if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
+        return EXIT_USAGE  # a manifest file named, and it cannot be read: one line, as check says it
     result = ancestry(args.run, dirs)
+    for line in result["unreadable"]:  # a parent among them shows as missing: this says why
+        say("relaxrepro lineage: warning: unreadable: %s", line)
     if args.json:
         sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
     else:

@@ -18,6 +18,7 @@ import sys
 from ..manifest import fields
 from ..manifest.fields import scalar, section
 from ..std import proc
+from ..std.files import read_regular
 from ..std.records import Record
 from ..std.text import safe_text
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes, say
@@ -29,6 +30,9 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 CLONE_TIMEOUT = 1800.0
 """Seconds for one clone or checkout: a user command on a possibly large repo, but never unbounded."""
+SIDECAR_LIMIT_BYTES = 64 << 20
+"""A recorded patch is at most two captured diffs (4 MB each) and 2 MB of untracked files: anything far
+larger beside the manifest is not one, and is not read into memory."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -91,10 +95,12 @@ def patch_bytes(name: str, patch: Mapping[str, Any], manifest_path: str) -> Opti
     elif patch.get("sidecar") is not None:
         path = sidecar_path(manifest_path, patch.get("sidecar"))
         try:
-            with open(path, "rb") as fh:
-                body = fh.read()
+            body = read_regular(path, SIDECAR_LIMIT_BYTES + 1)  # a FIFO or /dev/zero: refused, not read
         except OSError as exc:
             raise RestoreError("repo %s: patch sidecar %s: %s" % (name, path, exc.strerror or exc)) from None
+        if len(body) > SIDECAR_LIMIT_BYTES:
+            raise RestoreError("repo %s: patch sidecar %s: over %d MB, not a recorded patch"
+                               % (name, path, SIDECAR_LIMIT_BYTES >> 20))
         where = "patch sidecar %s" % path
     elif patch.get("not_stored"):
         raise RestoreError("repo %s: the patch was not stored (%s): its exact tree cannot be rebuilt"

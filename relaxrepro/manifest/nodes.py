@@ -16,7 +16,7 @@ import json
 import os
 
 from ..std.sha import sha256_hex
-from .reader import ReadError, read_bytes
+from .reader import ManifestError, ReadError, parse_json, read_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -108,11 +108,11 @@ def load_fragment(path: str, run_id: Optional[str] = None) -> Dict[str, Any]:
     except ReadError as exc:
         raise FragmentError(exc.short("over %d MB: not a node fragment" % (FRAGMENT_LIMIT_BYTES // 2**20))) from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        doc = parse_json(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise FragmentError("not UTF-8") from None
-    except ValueError as exc:
-        raise FragmentError("not JSON: %s" % exc) from None
+    except ManifestError as exc:
+        raise FragmentError(str(exc)) from None
     return check_fragment(doc, run_id)
 
 

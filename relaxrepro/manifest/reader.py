@@ -13,6 +13,7 @@ import json
 import os
 import stat
 
+from ..std.files import NotRegularFile, open_regular
 from .model import MAJOR, READ_LIMIT_BYTES
 
 TYPE_CHECKING = False
@@ -60,7 +61,7 @@ class ReadError(ManifestError):
 
     ``reason``: ``"os"`` (``os_error`` is the :class:`OSError`; a directory is ``IsADirectoryError``),
     ``"too_large"`` (over ``limit``; ``size`` is the file's size when ``stat`` knew it, else None) or
-    ``"not_regular"`` (a FIFO, socket or device, refused under ``regular_only``).
+    ``"not_regular"`` (a FIFO, socket or device).
     """
 
     def __init__(self, message: str, reason: str, limit: int, *, os_error: Optional[OSError] = None,
@@ -81,25 +82,19 @@ class ReadError(ManifestError):
         return "cannot read: %s" % (self.os_error.strerror or self.os_error)
 
 
-def read_bytes(path: "os.PathLike[str] | str", limit: int, *, regular_only: bool = False) -> bytes:
+def read_bytes(path: "os.PathLike[str] | str", limit: int) -> bytes:
     """The bytes of the file at ``path``, at most ``limit`` of them; raises :class:`ReadError`.
 
     The one door to a manifest or fragment on disk: the strict reader (every reading command), ``ls``'s
     index (through :func:`read_ends`), lineage's parent lookup and the outcome read with
     ``model.READ_LIMIT_BYTES``, adoption with ``model.ADOPT_LIMIT_BYTES``, a merge's fragments with
     ``nodes.FRAGMENT_LIMIT_BYTES``. A directory or a file whose ``stat`` size is over ``limit`` is
-    refused before it is opened; one that yields more than ``limit`` bytes (it grew, or ``/dev/zero``)
-    is refused after ``limit + 1``: nothing is read unbounded.
-
-    ``regular_only`` is the policy for what is not a regular file. False (today's default): a FIFO
-    or device is opened and read like a file, as the reading commands always did, so
-    ``relaxrepro check <(cat m.json)`` works (and a FIFO nobody writes to blocks in ``open``). True
-    (adoption of ``RELAXREPRO_MANIFEST``): opened with ``O_NONBLOCK`` where the OS has it, so a FIFO
-    cannot block ``open``, and refused with reason ``"not_regular"`` unless ``fstat`` says regular.
-    Making every reader FIFO-safe is changing this default to True: each caller already words
-    ``"not_regular"``.
+    refused before it is opened; one that yields more than ``limit`` bytes (it grew) is refused after
+    ``limit + 1``: nothing is read unbounded. Only a regular file (or a symlink to one) is read: a FIFO,
+    socket or device (``<(cat m.json)``, a link to ``/dev/zero``) is refused unread with reason
+    ``"not_regular"``, opened without blocking (:func:`relaxrepro.std.files.open_regular`).
     """
-    with _open(path, limit, regular_only) as (fh, _size):
+    with _open(path, limit) as (fh, _size):
         try:
             data = fh.read(limit + 1)
         except OSError as exc:
@@ -109,11 +104,10 @@ def read_bytes(path: "os.PathLike[str] | str", limit: int, *, regular_only: bool
     return data
 
 
-def read_ends(path: "os.PathLike[str] | str", limit: int, head: int, tail: int, *,
-              regular_only: bool = False) -> Tuple[bytes, Optional[bytes]]:
+def read_ends(path: "os.PathLike[str] | str", limit: int, head: int, tail: int) -> Tuple[bytes, Optional[bytes]]:
     """(the whole file, None) when it holds at most ``head + tail`` bytes, else (its first ``head``
     bytes, its last ``tail`` bytes): :func:`read_bytes` for a listing that needs a large file's ends only."""
-    with _open(path, limit, regular_only) as (fh, size):
+    with _open(path, limit) as (fh, size):
         try:
             if size <= head + tail:
                 data = fh.read(limit + 1)
@@ -128,11 +122,11 @@ def read_ends(path: "os.PathLike[str] | str", limit: int, head: int, tail: int, 
 
 
 class _open:
-    """``with _open(path, limit, regular_only) as (fh, size)``: the checks of :func:`read_bytes`, then
-    the open file and its ``fstat`` size. A class rather than ``contextlib`` (start-up cost)."""
+    """``with _open(path, limit) as (fh, size)``: the checks of :func:`read_bytes`, then the open file
+    and its ``fstat`` size. A class rather than ``contextlib`` (start-up cost)."""
 
-    def __init__(self, path: "os.PathLike[str] | str", limit: int, regular_only: bool) -> None:
-        self.path, self.limit, self.regular_only = path, limit, regular_only
+    def __init__(self, path: "os.PathLike[str] | str", limit: int) -> None:
+        self.path, self.limit = path, limit
         self.fh: Any = None
 
     def __enter__(self) -> Tuple[Any, int]:
@@ -145,33 +139,28 @@ class _open:
             raise _os_error(path, limit, exc) from None
         if stat.S_ISDIR(st.st_mode):
             raise _os_error(path, limit, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path)))
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, limit)
         if st.st_size > limit:
             raise _too_large(limit, st.st_size)
-        # O_NONBLOCK: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
-        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | (getattr(os, "O_NONBLOCK", 0) if self.regular_only else 0)
+        # open_regular checks the open descriptor again: the path may have been swapped since the stat.
         try:
-            fd = os.open(path, flags)
+            self.fh, st = open_regular(path)
+        except NotRegularFile:
+            raise _not_regular(path, limit) from None
         except OSError as exc:
             raise _os_error(path, limit, exc) from None
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):  # put there since the stat above
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-            if st.st_size > limit:  # grew since the stat above
-                raise _too_large(limit, st.st_size)
-            if self.regular_only and not stat.S_ISREG(st.st_mode):
-                raise ReadError("%s is not a regular file" % path, "not_regular", limit)
-            self.fh = os.fdopen(fd, "rb")
-        except OSError as exc:
-            os.close(fd)
-            raise _os_error(path, limit, exc) from None
-        except BaseException:
-            os.close(fd)
-            raise
+        if st.st_size > limit:  # grew since the stat above
+            self.fh.close()
+            raise _too_large(limit, st.st_size)
         return self.fh, st.st_size
 
     def __exit__(self, *exc_info: Any) -> None:
         self.fh.close()
+
+
+def _not_regular(path: "os.PathLike[str] | str", limit: int) -> ReadError:
+    return ReadError("%s is not a regular file" % path, "not_regular", limit)
 
 
 def _os_error(path: "os.PathLike[str] | str", limit: int, exc: OSError) -> ReadError:
@@ -207,15 +196,7 @@ def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
         raise ManifestError("not UTF-8: invalid byte 0x%02x at offset %d" % (raw[exc.start], exc.start)) from None
     if not text.strip():
         raise ManifestError("file is empty")
-    try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
-    except _ConstantError as exc:
-        name = exc.args[0]
-        raise ManifestError("not valid JSON: %s literal is not allowed (JSON has no %s)" % (name, name)) from None
-    except json.JSONDecodeError as exc:
-        raise ManifestError("not JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno)) from None
-    except RecursionError:
-        raise ManifestError("nesting is deeper than any manifest (over %d levels)" % MAX_DEPTH) from None
+    doc = parse_json(text)
     if not isinstance(doc, dict):
         raise ManifestError("not a manifest: the top level is %s, expected an object" % _typename(doc))
     _check_depth(doc)
@@ -225,12 +206,86 @@ def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
     return doc, warnings
 
 
-class _ConstantError(ValueError):
-    pass
+MAX_INT_DIGITS = 4300
+"""The longest integer any reader takes. Python 3.11+ refuses to convert longer ones (its
+``int_max_str_digits``, a ValueError from ``json.loads``) and 3.8-3.10 take any: this is our rule,
+the same on every version. No manifest field holds a number anywhere near it."""
+
+_INF = float("inf")
 
 
-def _refuse_constant(name: str) -> Any:
-    raise _ConstantError(name)
+def parse_json(text: str) -> Any:
+    """The data of a JSON text, by the rules of every reader (manifest, fragment, ``--args-json``).
+
+    Stricter than ``json.loads``: ``NaN``, ``Infinity`` and ``-Infinity`` are not JSON, nor is a number
+    too large for a float (``1e999`` would read as Infinity), and an integer of more than
+    :data:`MAX_INT_DIGITS` digits is refused on every Python. Raises :class:`ManifestError`, with the
+    dotted path of the bad value (``training.seed``) where it has one.
+    """
+    bad: List[_Bad] = []
+
+    def parse_int(s: str) -> Any:
+        digits = len(s) - s.startswith("-")
+        if digits <= MAX_INT_DIGITS:
+            try:
+                return int(s)
+            except ValueError:  # PYTHONINTMAXSTRDIGITS set lower than ours
+                pass
+        return _flag(bad, "integer of %d digits is longer than the %d allowed" % (digits, MAX_INT_DIGITS))
+
+    def parse_float(s: str) -> Any:
+        value = float(s)
+        if -_INF < value < _INF:
+            return value
+        shown = s if len(s) <= 24 else s[:10] + "..." + s[-10:]
+        return _flag(bad, "number %s is out of range (it would read as %s)"
+                     % (shown, "-Infinity" if value < 0 else "Infinity"))
+
+    def parse_constant(name: str) -> Any:
+        return _flag(bad, "not valid JSON: %s literal is not allowed (JSON has no %s)" % (name, name))
+
+    try:
+        doc = json.loads(text, parse_int=parse_int, parse_float=parse_float, parse_constant=parse_constant)
+    except json.JSONDecodeError as exc:
+        raise ManifestError("not JSON: %s at line %d column %d" % (exc.msg, exc.lineno, exc.colno)) from None
+    except RecursionError:
+        raise ManifestError("nesting is deeper than any manifest (over %d levels)" % MAX_DEPTH) from None
+    if bad:  # rare: only then walk the document to say where
+        found = _find_bad(doc)
+        if found is not None:
+            where, value = found
+            raise ManifestError(value.message, where or None)
+    return doc
+
+
+class _Bad:
+    """Stands in for a refused value until the whole text is parsed and its path can be named."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _flag(bad: List[_Bad], message: str) -> _Bad:
+    value = _Bad(message)
+    bad.append(value)
+    return value
+
+
+def _find_bad(doc: Any) -> Optional[Tuple[str, _Bad]]:
+    """The dotted path and the first refused value in document order; None when a later duplicate key
+    replaced every one (the document does not hold it)."""
+    stack: List[Tuple[Any, str]] = [(doc, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, _Bad):
+            return where, node
+        if isinstance(node, dict):
+            stack.extend(((v, (where + "." if where else "") + str(k)) for k, v in reversed(list(node.items()))))
+        elif isinstance(node, list):
+            stack.extend((node[i], "%s[%d]" % (where, i)) for i in range(len(node) - 1, -1, -1))
+    return None
 
 
 def _typename(value: Any) -> str:

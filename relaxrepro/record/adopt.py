@@ -14,7 +14,6 @@ and its own ``collection``, which keeps the API's probe statuses under ``collect
 
 from __future__ import annotations
 
-import json
 import os
 
 from ..manifest import reader, redact, writer
@@ -49,8 +48,7 @@ class Outer:
 def read(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """(the manifest at ``path``, None) or (None, why not)."""
     try:
-        # regular_only: a FIFO at that path (a user's `RELAXREPRO_MANIFEST=<(...)`) would block open() forever.
-        data = reader.read_bytes(path, ADOPT_LIMIT_BYTES, regular_only=True)
+        data = reader.read_bytes(path, ADOPT_LIMIT_BYTES)  # a FIFO (`RELAXREPRO_MANIFEST=<(...)`): refused unread
     except reader.ReadError as exc:
         if exc.reason == "too_large":
             return None, "not a manifest (over %d bytes)" % ADOPT_LIMIT_BYTES
@@ -58,8 +56,8 @@ def read(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
             return None, "not a regular file"
         return None, "cannot read it (%s)" % (exc.os_error.strerror or type(exc.os_error).__name__)
     try:
-        doc = json.loads(data.decode("utf-8"))
-    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError both
+        doc = reader.parse_json(data.decode("utf-8"))
+    except ValueError as exc:  # UnicodeDecodeError and ManifestError both
         return None, "not a manifest (%s)" % exc
     if not isinstance(doc, dict) or not isinstance(doc.get("run_id"), str):
         return None, "not a manifest (no run_id)"

@@ -9,7 +9,6 @@ to the run it describes; a reader sees the old file or the new one, never a mix.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import time
 
 from ..manifest import reader, writer
@@ -74,7 +73,7 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
     by someone else is never rewritten. Never raises.
     """
     try:
-        on_disk = json.loads(reader.read_bytes(path, READ_LIMIT_BYTES).decode("utf-8"))
+        on_disk = reader.parse_json(reader.read_bytes(path, READ_LIMIT_BYTES).decode("utf-8"))
         if not isinstance(on_disk, dict):
             return "could not add the outcome to %s: it is no longer a manifest" % path
         if run_id is not None and on_disk.get("run_id") != run_id:

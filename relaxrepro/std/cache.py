@@ -20,12 +20,15 @@ import json
 import os
 import threading
 
+from .files import read_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Mapping, Optional
 
 FILENAME = "facts-v1.json"
 MAX_ENTRIES = 256  # a node sees a handful of CUDA installs; bound the file anyway (~40 KB)
+MAX_FILE_BYTES = 1 << 20  # far above MAX_ENTRIES' worth: a larger file is not ours
 
 
 def cache_dir(env: Mapping[str, str]) -> Optional[str]:
@@ -83,9 +86,9 @@ class Facts:
         if not (_trusted(directory) and _trusted(path)):
             return
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError):
+            raw = read_regular(path, MAX_FILE_BYTES + 1)
+            data = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_FILE_BYTES else None
+        except (OSError, ValueError):  # a FIFO or device is an OSError: no cache
             return
         if isinstance(data, dict):
             self._data = data

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from relaxrepro.collect.context import Context
 from relaxrepro.collect.probes import lineage
+from relaxrepro.manifest import writer
 from tests.helpers.common import ROOT, clean_env, run_cli, validate_manifest
 from tests.helpers.recording import load, make_doc, manifests, put
 
@@ -204,6 +208,35 @@ def test_lineage_shows_the_chain_oldest_first_with_what_changed(tmp_path):
     js = json.loads(run_cli("lineage", "C", "runs", "--json", cwd=tmp_path).stdout)
     assert [c["run_id"] for c in js["chain"]] == ["A", "B", "C"]
     assert js["cycle"] is None and js["missing"] is None
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs, /dev/zero")
+def test_lineage_names_what_it_could_not_read_and_goes_on(tmp_path):
+    # A FIFO used to hang the scan, a link to /dev/zero to read until memory ran out; a 5,000-digit
+    # integer in a manifest of the chain ended it with "internal error: ValueError".
+    _chain(tmp_path)
+    bad = tmp_path / "runs" / "bad"
+    bad.mkdir()
+    os.mkfifo(str(bad / "manifest_x.json"))
+    os.symlink("/dev/zero", str(bad / "manifest_z.json"))
+    d = make_doc("D", training={"seed": 1}, lineage={"parent": {"run_id": "C", "reason": "load", "found": True}})
+    (tmp_path / "runs" / "manifest_D.json").write_bytes(
+        writer.serialize(d).replace(b'"seed": 1', b'"seed": ' + b"7" * 5000))
+    warnings = ["relaxrepro lineage: warning: unreadable: runs/bad/manifest_x.json: not a regular file",
+                "relaxrepro lineage: warning: unreadable: runs/bad/manifest_z.json: not a regular file"]
+    res = run_cli("lineage", "C", "runs", cwd=tmp_path)  # run_cli's timeout is the hang guard
+    assert res.returncode == 0, res.stderr
+    assert [line.split()[0] for line in res.stdout.splitlines() if not line.startswith(" ")] == ["A", "B", "C"]
+    assert res.stderr.splitlines() == warnings
+    res = run_cli("lineage", "D", "runs", cwd=tmp_path)
+    assert res.returncode == 1
+    assert res.stderr.splitlines() == warnings + [
+        "relaxrepro lineage: error: runs/manifest_D.json: integer of 5000 digits is longer than the 4300 allowed in "
+        "'training.seed'"]
+    res = run_cli("lineage", "runs/bad/manifest_x.json", "runs", cwd=tmp_path)
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr == ("relaxrepro lineage: runs/bad/manifest_x.json: runs/bad/manifest_x.json is not a regular "
+                          "file\n")
 
 
 def test_lineage_flags_a_missing_parent(tmp_path):

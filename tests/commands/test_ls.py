@@ -95,6 +95,50 @@ def test_unreadable_manifests_are_listed_and_the_rest_still_shown(tmp_path):
         "runs/bad/manifest_future.json", "runs/bad/manifest_notjson.json"]
 
 
+def _hostile(runs: Path) -> None:
+    """Beside good manifests: a FIFO and a link to /dev/zero (ls used to wait or read until memory ran out), a
+    5,000-digit integer (ValueError: the whole listing aborted) and a NaN in a shown field (ls took it)."""
+    bad = runs / "bad"
+    bad.mkdir()
+    os.mkfifo(str(bad / "manifest_x.json"))
+    os.symlink("/dev/zero", str(bad / "manifest_z.json"))
+    huge = writer.serialize(make_doc("H", training={"seed": 1}, lineage={"group": "lr-sweep"}))
+    (bad / "manifest_huge.json").write_bytes(huge.replace(b'"seed": 1', b'"seed": ' + b"7" * 5000))
+    nan = writer.serialize(make_doc("N", outcome={"metrics": {"loss": 0.5}}, lineage={"group": "lr-sweep"}))
+    (bad / "manifest_nan.json").write_bytes(nan.replace(b'"loss": 0.5', b'"loss": NaN'))
+
+
+_HOSTILE_LINES = [
+    "runs/bad/manifest_huge.json: integer of 5000 digits is longer than the 4300 allowed in 'training.seed'",
+    "runs/bad/manifest_nan.json: not valid JSON: NaN literal is not allowed (JSON has no NaN) in "
+    "'outcome.metrics.loss'",
+    "runs/bad/manifest_x.json: not a regular file",
+    "runs/bad/manifest_z.json: not a regular file",
+]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs, /dev/zero")
+def test_a_fifo_a_device_a_huge_integer_and_a_nan_are_unreadable_and_the_rest_still_listed(tmp_path):
+    _hostile(_tree(tmp_path))
+    res = run_cli("ls", "runs", cwd=tmp_path)  # run_cli's timeout is the hang guard
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:4]] == ["20251231_000000_ccccccc", "20260101_000000_aaaaaaa",
+                                                          "20260102_000000_bbbbbbb"]
+    assert lines[4:] == ["unreadable  " + line for line in _HOSTILE_LINES]
+    assert res.stderr == "relaxrepro ls: 4 of 7 manifests unreadable\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs, /dev/zero")
+def test_compare_names_the_files_it_could_not_read_and_compares_the_rest(tmp_path):
+    _sweep(tmp_path)
+    _hostile(tmp_path / "runs")
+    res = run_cli("compare", "--group", "lr-sweep", "runs", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("group lr-sweep: 3 runs, 3 of 7 recorded values vary\n")
+    assert res.stderr.splitlines() == ["relaxrepro compare: warning: unreadable: " + line for line in _HOSTILE_LINES]
+
+
 def test_a_missing_directory_is_an_error_but_the_others_are_listed(tmp_path):
     _tree(tmp_path)
     res = run_cli("ls", "runs/a", "nowhere", cwd=tmp_path)

@@ -103,6 +103,24 @@ def test_sidecar_missing_is_refused(tmp_path):
     assert not into.exists()
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs, /dev/zero")
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero"])
+def test_sidecar_that_is_a_fifo_or_a_device_is_refused_unread(tmp_path, kind):
+    # open() on the FIFO waited forever; /dev/zero was read until memory ran out.
+    main, _, first = _simple_dirty(tmp_path)
+    m, _ = _manifest(tmp_path, main, first, binary_patch(main), inline=False)
+    sidecar = tmp_path / "manifest_r.src.patch"
+    if kind == "fifo":
+        os.mkfifo(str(sidecar))
+    else:
+        sidecar.symlink_to("/dev/zero")
+    into = tmp_path / "restored"
+    res = run_cli("restore", str(m), "--into", str(into))  # run_cli's timeout is the hang guard
+    assert res.returncode == 1
+    assert res.stderr == "relaxrepro restore: repo src: patch sidecar %s: not a regular file\n" % sidecar
+    assert not into.exists()
+
+
 @pytest.mark.parametrize("name", ["../escape.patch", "/etc/passwd", "sub/x.patch", "..", "a..b.patch"])
 def test_sidecar_name_escaping_its_directory_is_refused(tmp_path, name):
     main, _, first = _simple_dirty(tmp_path)

@@ -52,6 +52,21 @@ def run_cli(
     )
 
 
+def pyenv_python(minor: str) -> str:
+    """The newest pyenv CPython ``minor`` ("3.8"); the test is skipped where it is not installed (fails on CI)."""
+    import glob
+
+    import pytest
+
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = sorted(glob.glob(os.path.join(root, "versions", minor + ".*", "bin", "python" + minor)))
+    if not found:
+        if os.environ.get("CI"):
+            raise AssertionError("CPython %s is missing from pyenv (%s)" % (minor, root))
+        pytest.skip("CPython %s not installed under pyenv" % minor)
+    return found[-1]
+
+
 def fake_tool(bindir: Path, name: str, script: str) -> Path:
     """Write an executable ``bindir/name`` running the given shell script body."""
     bindir.mkdir(parents=True, exist_ok=True)

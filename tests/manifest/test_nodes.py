@@ -254,7 +254,11 @@ def test_newer_minor_fragment_is_merged(merge_dir, frags):
 
 
 @pytest.mark.parametrize("content, message", [
-    (b"{not json", "not JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"),
+    (b"{not json", "not JSON: Expecting property name enclosed in double quotes at line 1 column 2"),
+    (b'{"fragment_version": "1.0", "kind": "node", "run_id": "run-1", "node": {"name": "n", "gpu_count": NaN}}',
+     "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'node.gpu_count'"),
+    (b'{"fragment_version": "1.0", "kind": "node", "run_id": "run-1", "node": {"name": "n", "rank": ' + b"9" * 5000
+     + b"}}", "integer of 5000 digits is longer than the 4300 allowed in 'node.rank'"),
     (b"\xff\xfe{}", "not UTF-8"),
     (b"[1, 2]", "not a node fragment: the top level is not an object"),
     (json.dumps(base_manifest()).encode(), "not a node fragment: no fragment_version (is it a manifest?)"),
@@ -264,7 +268,8 @@ def test_newer_minor_fragment_is_merged(merge_dir, frags):
      "not a node fragment: node.name missing"),
     (b'{"fragment_version": "1.0", "kind": "node", "run_id": "run-1", "node": {"name": "n"}, "hardware": []}',
      "Unexpected type in 'hardware' (expected object)"),
-], ids=["truncated-json", "utf16", "array", "a-manifest", "wrong-kind", "no-name", "hardware-array"])
+], ids=["truncated-json", "nan", "huge-int", "utf16", "array", "a-manifest", "wrong-kind", "no-name",
+        "hardware-array"])
 def test_unreadable_fragment_is_refused(merge_dir, content, message):
     tmp_path, m, good = merge_dir
     bad = tmp_path / "node_bad.json"

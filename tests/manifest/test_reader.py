@@ -9,7 +9,15 @@ import threading
 
 import pytest
 
-from relaxrepro.manifest.reader import ManifestError, ReadError, load_manifest, parse_manifest, read_bytes, read_ends
+from relaxrepro.manifest.reader import (
+    ManifestError,
+    ReadError,
+    load_manifest,
+    parse_json,
+    parse_manifest,
+    read_bytes,
+    read_ends,
+)
 from tests.helpers.common import run_cli
 
 MINIMAL = {
@@ -53,9 +61,9 @@ def test_the_shape_users_already_know():
     (b"\xef\xbb\xbf{}", "file starts with a UTF-8 byte order mark (BOM); manifests are plain UTF-8"),
     (b'{"a": "\xff"}', "not UTF-8: invalid byte 0xff at offset 7"),
     (b"", "file is empty"),
-    (b'{"schema_version": "1.0", "x": NaN}', "not valid JSON: NaN literal is not allowed (JSON has no NaN)"),
+    (b'{"schema_version": "1.0", "x": NaN}', "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'x'"),
     (b'{"schema_version": "1.0", "x": -Infinity}',
-     "not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity)"),
+     "not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity) in 'x'"),
     (b'{"schema_version": "2.0"}', "unsupported schema_version 2.0: this relaxrepro reads 1.x"),
     (b'{"schema_version": 1}', "Unexpected type int (expected string) in 'schema_version'"),
     (b'{"run_id": "x"}', "missing schema_version"),
@@ -66,6 +74,44 @@ def test_broken_files_one_clear_line(raw, message):
     with pytest.raises(ManifestError) as err:
         parse_manifest(raw)
     assert str(err.value) == message
+
+
+BIG = "7" * 5000
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"training": {"seed": %s}}' % BIG, "integer of 5000 digits is longer than the 4300 allowed in 'training.seed'"),
+    ('{"a": [1, {"b": -%s}]}' % BIG, "integer of 5000 digits is longer than the 4300 allowed in 'a[1].b'"),
+    ("[%s]" % ("9" * 4301), "integer of 4301 digits is longer than the 4300 allowed in '[0]'"),
+    ('{"outcome": {"metrics": {"loss": NaN}}}',
+     "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'outcome.metrics.loss'"),
+    ('{"x": [Infinity]}', "not valid JSON: Infinity literal is not allowed (JSON has no Infinity) in 'x[0]'"),
+    ("-Infinity", "not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity)"),
+    ('{"lr": 1e999}', "number 1e999 is out of range (it would read as Infinity) in 'lr'"),
+    ('{"lr": -%s.5e400}' % ("1" * 30), "number -111111111...1111.5e400 is out of range (it would read as "
+                                        "-Infinity) in 'lr'"),
+    ('{"a": 1, "b": NaN, "c": %s}' % BIG, "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'b'"),
+    ('{"a": NaN', "not JSON: Expecting ',' delimiter at line 1 column 10"),
+], ids=["huge-int", "huge-negative-nested", "4301-digits", "nan", "infinity", "top-level", "float-overflow",
+        "float-overflow-long", "first-in-document-order", "syntax-error-wins"])
+def test_parse_json_refuses_what_no_reader_can_hold_naming_where(text, message):
+    # The same on every Python: 3.8-3.10 have no int digit limit, 3.11+ raise ValueError without our hook.
+    with pytest.raises(ManifestError) as err:
+        parse_json(text)
+    assert str(err.value) == message
+
+
+def test_parse_json_takes_the_longest_integer_allowed_and_what_a_later_key_replaced():
+    assert parse_json("[%s, -%s]" % ("9" * 4300, "9" * 4300)) == [10 ** 4300 - 1, 1 - 10 ** 4300]
+    assert parse_json('{"a": NaN, "a": 1.5}') == {"a": 1.5}  # the document holds no NaN
+
+
+def test_a_huge_integer_in_a_manifest_names_its_path():
+    raw = _bytes(_doc()).replace(b'"training": {}', b'"training": {"seed": ' + BIG.encode() + b"}")
+    with pytest.raises(ManifestError) as err:
+        parse_manifest(raw)
+    assert (str(err.value), err.value.field) == (
+        "integer of 5000 digits is longer than the 4300 allowed in 'training.seed'", "training.seed")
 
 
 @pytest.mark.parametrize("change, message", [
@@ -144,13 +190,25 @@ def test_the_door_returns_a_file_of_exactly_the_limit_and_refuses_one_byte_more(
     assert (info.value.reason, info.value.size, info.value.os_error) == ("too_large", 1000, None)
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 def test_the_door_reads_at_most_limit_plus_one_byte_where_stat_knows_no_size():
-    # /dev/zero's stat size is 0 and it never ends: only the bounded read stops it.
+    # A /proc file is a regular file whose stat size is 0: only the bounded read stops it.
     with pytest.raises(ReadError) as info:
-        read_bytes("/dev/zero", 1000)
-    assert str(info.value) == "file is over the 1000-byte limit for a manifest"
+        read_bytes("/proc/self/status", 100)
+    assert str(info.value) == "file is over the 100-byte limit for a manifest"
     assert (info.value.reason, info.value.size) == ("too_large", None)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
+def test_the_door_refuses_a_symlink_to_a_device_unread(tmp_path):
+    # /dev/zero's stat size is 0 and it never ends: it is refused for what it is, before any read.
+    link = tmp_path / "manifest_z.json"
+    link.symlink_to("/dev/zero")
+    for read in (lambda: read_bytes(link, 1000), lambda: read_ends(link, 1000, 10, 10)):
+        with pytest.raises(ReadError) as info:
+            read()
+        assert str(info.value) == "%s is not a regular file" % link
+        assert (info.value.reason, info.value.os_error) == ("not_regular", None)
 
 
 def test_the_door_refuses_a_directory(tmp_path):
@@ -169,42 +227,33 @@ def test_the_door_names_a_missing_file(tmp_path):
     assert isinstance(info.value, ManifestError)
 
 
-def _feed_fifo(path, data: bytes) -> threading.Thread:
+def _feed_fifo(path) -> threading.Thread:
     def write() -> None:
-        with open(path, "wb") as fh:
-            fh.write(data)
+        with open(path, "wb"):
+            pass
     t = threading.Thread(target=write, daemon=True)
     t.start()
     return t
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_the_door_reads_a_fifo_like_a_file_by_default(tmp_path):
-    # `relaxrepro check <(cat m.json)`: the reading commands have always accepted a pipe.
-    fifo = tmp_path / "m.json"
-    os.mkfifo(fifo)
-    writer = _feed_fifo(fifo, b"{}")
-    assert read_bytes(fifo, 1000) == b"{}"
-    writer.join(5)
-
-
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-def test_the_door_refuses_a_fifo_without_blocking_under_regular_only(tmp_path):
+def test_the_door_refuses_a_fifo_without_blocking(tmp_path):
+    # `relaxrepro check <(cat m.json)` or a FIFO named manifest_x.json: refused, never waited on.
     fifo = tmp_path / "m.json"
     os.mkfifo(fifo)
     box = {}
 
     def read() -> None:
         try:
-            read_bytes(fifo, 1000, regular_only=True)
+            read_bytes(fifo, 1000)
         except ReadError as exc:
             box["error"] = exc
 
     t = threading.Thread(target=read, daemon=True)
     t.start()
-    t.join(5)
+    t.join(30)
     if t.is_alive():  # it blocked in open(): let it go before failing
-        _feed_fifo(fifo, b"").join(5)
+        _feed_fifo(fifo).join(5)
     assert not t.is_alive(), "open() blocked on a FIFO nobody writes to"
     assert str(box["error"]) == "%s is not a regular file" % fifo
     assert (box["error"].reason, box["error"].os_error) == ("not_regular", None)

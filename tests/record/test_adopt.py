@@ -210,7 +210,7 @@ def _outer(tmp_path: Path) -> Path:
                  "this process writes a manifest of its own"),
     ("missing", "RELAXREPRO_MANIFEST={path}: cannot read it (No such file or directory); "
                 "this process writes a manifest of its own"),
-    ("not-json", "RELAXREPRO_MANIFEST={path}: not a manifest (Expecting value: line 1 column 1 (char 0)); "
+    ("not-json", "RELAXREPRO_MANIFEST={path}: not a manifest (not JSON: Expecting value at line 1 column 1); "
                  "this process writes a manifest of its own"),
     ("no-run-id", "RELAXREPRO_MANIFEST={path}: not a manifest (no run_id); "
                   "this process writes a manifest of its own"),

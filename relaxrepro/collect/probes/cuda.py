@@ -20,6 +20,7 @@ import signal
 
 from ...std import cache as facts
 from ...std import proc
+from ...std.files import read_regular
 from .. import interpreter
 from ..context import Context, env_list
 from ..runner import Outcome
@@ -326,8 +327,7 @@ def probe_libraries(ctx: Context, candidates: Dict[str, List[str]], out: Outcome
 
 def _is_elf(path: str) -> bool:
     try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"\x7fELF"
+        return read_regular(path, 4) == b"\x7fELF"
     except OSError:
         return False
 

@@ -18,6 +18,7 @@ import stat
 import threading
 
 from ...std import proc
+from ...std.files import read_regular
 from ...std.records import Record
 from .. import gitfs, repos
 from ..context import Context
@@ -309,9 +310,8 @@ def embed_untracked(top: str, names: List[bytes], parts: PatchParts) -> None:
             reason = "over %d bytes" % EMBED_FILE_MAX if st.st_size > EMBED_FILE_MAX else "patch budget spent"
             parts.skipped_untracked.append({"path": shown, "size": st.st_size, "reason": reason})
             continue
-        try:
-            with open(path, "rb") as fh:
-                content = fh.read(min(EMBED_FILE_MAX, budget) + 1)
+        try:  # read_regular: replaced by a FIFO since the lstat, it is refused, not waited on
+            content = read_regular(path, min(EMBED_FILE_MAX, budget) + 1)
         except OSError as exc:
             parts.skipped_untracked.append({"path": shown, "size": st.st_size,
                                             "reason": exc.strerror or "unreadable"})
@@ -638,8 +638,7 @@ def _size(top: str, name: bytes) -> Optional[int]:
 
 def _read_bytes(path: str, limit: int) -> Optional[bytes]:
     try:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
+        return read_regular(path, limit)
     except OSError:
         return None
 

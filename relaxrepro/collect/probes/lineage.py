@@ -12,7 +12,6 @@ reads ``config.resolved_args`` that the config probe fills.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -20,7 +19,7 @@ from collections.abc import Mapping
 
 from ...manifest.flat import ARG_DEPTH, flatten
 from ...manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES
-from ...manifest.reader import read_bytes
+from ...manifest.reader import parse_json, read_bytes
 from ..arguments import parse_argv_args
 from ..context import Context
 from ..runner import Outcome
@@ -174,8 +173,8 @@ def _candidates(directory: str, name: str) -> Iterator[str]:
 def read_run_id(path: str) -> Optional[str]:
     """The run id of a manifest file, or None when it is unreadable or not a manifest."""
     try:
-        doc = json.loads(read_bytes(path, READ_LIMIT_BYTES).decode("utf-8"))
-    except ValueError:  # ReadError (a ManifestError), UnicodeDecodeError and JSONDecodeError
+        doc = parse_json(read_bytes(path, READ_LIMIT_BYTES).decode("utf-8"))
+    except ValueError:  # ReadError and ManifestError, UnicodeDecodeError
         return None
     run_id = doc.get("run_id") if isinstance(doc, dict) else None
     return run_id if isinstance(run_id, str) and run_id else None

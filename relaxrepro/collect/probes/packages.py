@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 
 from ...manifest.model import is_key_package
+from ...std.files import READ_FLAGS
 from ...std.sha import sha256_hex
 from .. import interpreter
 from ..context import Context
@@ -104,12 +106,15 @@ def parse_direct_url(text: str) -> Optional[Dict[str, Any]]:
 
 
 def _read_head(path: str, limit: int = _HEADER_BYTES) -> Optional[str]:
-    # os.open/os.read: a third of the cost of open() per file, which matters for 2,000 dists.
+    # os.open/os.read: a third of the cost of open() per file, which matters for 2,000 dists. The
+    # flags and the fstat are std.files' rule (a FIFO named METADATA must not block the probe).
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, READ_FLAGS)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         return os.read(fd, limit).decode("utf-8", "replace")
     except OSError:
         return None

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Mapping
 
 from ...std import proc
+from ...std.files import read_regular
 from ..context import Context
 from ..runner import Outcome
 
@@ -435,8 +436,7 @@ def _cli_dist_version(ctx: Context) -> Optional[str]:
     if not script:
         return None
     try:
-        with open(script, "rb") as fh:
-            first = fh.read(512).split(b"\n", 1)[0].decode("utf-8", "replace")
+        first = read_regular(script, 512).split(b"\n", 1)[0].decode("utf-8", "replace")
     except OSError:
         return None
     words = first[2:].split() if first.startswith("#!") else []

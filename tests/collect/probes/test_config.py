@@ -97,8 +97,12 @@ def test_args_json_wins_over_the_command(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     pytest.param(None, "no such file or directory", id="missing"),
-    pytest.param(b"{lr: 1", "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
-                 "(char 1))", id="invalid-json"),
+    pytest.param(b"{lr: 1", "not JSON: Expecting property name enclosed in double quotes at line 1 column 2",
+                 id="invalid-json"),
+    pytest.param(b'{"lr": NaN}', "not valid JSON: NaN literal is not allowed (JSON has no NaN) in 'lr'", id="nan"),
+    pytest.param(b'{"model": {"seed": ' + b"7" * 5000 + b"}}",
+                 "integer of 5000 digits is longer than the 4300 allowed in 'model.seed'", id="huge-int"),
+    pytest.param(b'{"x": "' + b"y" * (16 << 20) + b'"}', "over 16 MB: not an argument file", id="over-16-mb"),
     pytest.param(b"[1, 2]", "expected a JSON object of argument names, got list", id="not-an-object"),
     pytest.param(b"\xff\xfe{}", "not UTF-8 text", id="not-utf8"),
 ])
@@ -117,6 +121,28 @@ def test_args_json_that_is_a_directory(tmp_path):
     assert res.returncode == 2
     assert res.stderr == "relaxrepro generate: error: --args-json %s: is a directory\n" % tmp_path
     assert not list(tmp_path.glob("manifest_*"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs, /dev/zero")
+@pytest.mark.parametrize("kind", ["fifo", "link-to-dev-zero"])
+def test_args_json_that_is_a_fifo_or_a_device_is_refused_at_once(tmp_path, kind):
+    # A FIFO made generate wait forever in open(); /dev/zero was read for 16 MB of NULs.
+    f = tmp_path / "args.json"
+    if kind == "fifo":
+        os.mkfifo(str(f))
+    else:
+        f.symlink_to("/dev/zero")
+    res = run_cli("generate", "--output-dir", str(tmp_path), "--args-json", str(f), cwd=tmp_path)  # timeout: guard
+    assert res.returncode == 2
+    assert res.stderr == "relaxrepro generate: error: --args-json %s: not a regular file\n" % f
+    assert not list(tmp_path.glob("manifest_*"))
+
+
+def test_args_json_through_a_symlink_to_a_regular_file_is_read(tmp_path):
+    (tmp_path / "real.json").write_text(json.dumps({"lr": 0.5}))
+    (tmp_path / "args.json").symlink_to("real.json")
+    doc = generate(tmp_path, "--args-json", str(tmp_path / "args.json"), env=clean_env())
+    assert doc["config"]["resolved_args"] == {"lr": 0.5}
 
 
 # -- selected environment ----------------------------------------------------------------------------
