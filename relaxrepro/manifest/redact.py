@@ -829,12 +829,12 @@ class Redactor:
             body = line.lstrip(" ")
             if body and len(line) - len(body) <= indent:
                 break
+            end += len(line) + 1
             if body and not _is_inert(body):
                 self._remember(body)
                 line = line[:len(line) - len(body)] + MASK
             out.append(line)
-            end += len(line) + 1
-        if not out or out == s[pos + 1:end].split("\n"):
+        if out == s[pos + 1:end].split("\n"):
             return None
         self._count("secret-name")
         return pos + 1, end, "\n".join(out)
