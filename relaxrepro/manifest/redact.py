@@ -809,6 +809,9 @@ class Redactor:
                 return None
             if line and kind == _SECRET and _BLOCK_RE.fullmatch(value):
                 return self._block(s, nstart, end)
+        if kind in (_ADDRESS, _URL) and group == "w" and s.startswith("://", end):
+            end = _value_end(s, nstart, start, False)  # --host https://wandb.example.com: the whole URL
+            value = s[start:end]
         if kind == _ADDRESS and any(c.isspace() for c in value):
             return None
         new, _ = self._by_kind(kind, value, rule="url-token" if query else "secret-name")
