@@ -346,7 +346,8 @@ def _file_mode(header: str) -> Optional[str]:
         return "netrc"
     if name == ".pgpass" or name == "pgpass.conf":
         return "pgpass"
-    if name.startswith(".env") or name.endswith((".env", ".ini", ".cfg", ".conf", ".cnf", ".properties", "rc")):
+    if name.startswith(".env") or name.endswith((".env", ".ini", ".cfg", ".conf", ".cnf", ".properties")) or (
+            name[:1] == "." and name.endswith("rc")):  # .npmrc, .pypirc
         return "env"
     return None
 
@@ -364,6 +365,7 @@ _TOOL_HINTS = ("curl", "wget", "http", "xh", "mysql", "mariadb", "-cli", "mongo"
                "cqlsh", "sqlcmd", "bcp", "vsql", "rabbitmqadmin")  # a substring test is ~10x faster than _TOOL_RE
 _TOOL_NAME_RE = LazyPattern(r"(?:%s)" % _TOOLS)
 # A shell word (quotes kept), or a backslash-newline that continues the command on the next line.
+_PASSWORDISH_RE = LazyPattern(r"[^A-Za-z_.\s-]")
 _SHELL_WORD_RE = LazyPattern(r"""\\\r?\n|(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|\\.|[^\s"'\\])+""")
 _SEPARATORS = frozenset(("|", "||", "&&", ";", "&", "|&", ")", ";;", "`"))
 _REF_PREFIXES = ("env:", "file:", "fd:", "stdin")  # openssl -passin env:VAR names where the password is
@@ -438,14 +440,11 @@ def _option_spans(opts: Dict[str, str], words: Sequence[str]) -> List[Tuple[int,
     while i < n:
         w = words[i]
         i += 1
-        sp = None
         if len(w) < 2 or w[0] != "-":  # an operand
             if "!" in opts:
                 break
             if "*" in opts and _looks_credential(w.strip("\"'")):
-                sp = (i - 1, 0, len(w))
-            if sp:
-                out.append(sp)
+                out.append((i - 1, 0, len(w)))
             continue
         mode = opts.get(w)
         short = w[1] != "-" and w[1:].isalpha()
@@ -555,8 +554,10 @@ class Redactor:
         """Note a value masked by its name, so that ``scrub`` hides its copies that no name points at
         (``config.resolved_args`` parsed from ``sshpass -p PW``: ``{"p": PW}``)."""
         v = value.strip().strip("\"'")
-        if 6 <= len(v) <= 512 and not v.isalpha() and not v.isdigit() and "://" not in v and not _is_path(v) \
-                and not _is_inert(v) and len(self._secrets) < 1000:
+        # Only what reads as a password (a digit or a symbol, not all digits): an identifier such as
+        # "service_account" under a "credentials" object must not be masked everywhere else.
+        if 6 <= len(v) <= 512 and not v.isdigit() and _PASSWORDISH_RE.search(v) and "://" not in v \
+                and not _is_path(v) and not _is_inert(v) and len(self._secrets) < 1000:
             self._secrets.add(v)
 
     def scrub(self, obj: Any) -> Any:
@@ -575,7 +576,7 @@ class Redactor:
                 out: Dict[Any, Any] = {}
                 for k, v in o.items():
                     k = walk(k)
-                    while k in out:  # two keys masked to the same text: keep both
+                    while isinstance(k, str) and k in out:  # two keys masked to the same text: keep both
                         k += "#"
                     out[k] = walk(v)
                 return out

@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import pytest
 
-from relaxrepro.manifest.redact import Redactor
+from relaxrepro.manifest.redact import Redactor, redact_document
 from tests.helpers.common import clean_env, generate, git, make_repo
 from tests.helpers.redact import fakes, hex40, leaked, password, pem_key, strings
 
@@ -273,14 +273,33 @@ def test_no_planted_secret_reaches_a_manifest_by_argv_env_config_or_remote(tmp_p
                     MYAPP_SA=json.dumps({"type": "service_account", "private_key_id": key_id}),
                     SSHPASS=s["sshpass-env"])
     doc = generate(tmp_path, "--env-prefix", "MYAPP_", "--env-prefix", "SSHPASS", env=env, cwd=repo, command=[
-        "sshpass", "-p", s["sshpass"], "ssh", "-p", "2222", "deploy@example.com", "python", "train.py",
-        "--config", str(conf), "--db", "mysql -uroot -p%s" % s["mysql"], "--fetch", "curl -u bob:%s x" % s["curl"],
-        "--hook", "bash -c 'sshpass -p%s scp a b:c'" % s["bash-c"]])
+        "mysql", "-uroot", "-p" + s["mysql"], "--config", str(conf), "--ssh", "sshpass -p %s ssh h" % s["sshpass"],
+        "--fetch", "curl -u bob:%s x" % s["curl"], "--hook", "bash -c 'sshpass -p%s scp a b:c'" % s["bash-c"]])
     text = next(tmp_path.glob("m_*.json")).read_text() + "\n".join(strings(doc))
     for name, secret in list(s.items()) + [("key-id", key_id)]:
         assert not leaked(secret, text, window=6), name
-    assert doc["command"]["argv"][:7] == ["sshpass", "-p", "***", "ssh", "-p", "2222", "deploy@example.com"]
+    assert doc["command"]["argv"][:3] == ["mysql", "-uroot", "-p***"]
+    assert doc["config"]["resolved_args"]["p***"] is True  # parsed from that argv ('-pPW': a flag named pPW)
     assert doc["config"]["selected_env"]["MYAPP_SETUP"] == "mysql -h db.example.com -uroot -p*** runs"
     assert doc["config"]["selected_env"]["SSHPASS"] == "***"
     (config,) = [f for f in doc["config"]["files"] if f["path"].endswith("setup.yaml")]
     assert config["content"] == "setup: curl -u alice:*** https://api.example.com/\ngcp:\n  private_key_id: ***\n"
+
+
+def test_a_copy_of_a_masked_value_is_masked_wherever_it_appears() -> None:
+    # resolved_args parsed from 'sshpass -p PW ssh ...' holds {"p": PW}: no name says it is a secret.
+    pw, key = _pw("copy"), _pw("copy-key")
+    doc = {"command": {"argv": ["sshpass", "-p", pw, "ssh", "h", "mysql", "-p" + key]},
+           "config": {"resolved_args": {"p": pw, "p" + key: True}}}
+    out = redact_document(doc, _red())
+    assert out["config"]["resolved_args"] == {"p": "***", "p***": True}
+    assert out["command"]["argv"] == ["sshpass", "-p", "***", "ssh", "h", "mysql", "-p***"]
+    assert redact_document(out, _red()) == out
+
+
+def test_an_identifier_under_a_secret_name_is_not_masked_elsewhere() -> None:
+    doc = {"credentials": {"type": "service_account", "project": "my-project"},
+           "notes": "service_account of my-project", "collection": {}}
+    out = redact_document(doc, _red())
+    assert out["credentials"] == {"type": "***", "project": "***"}
+    assert out["notes"] == "service_account of my-project"
