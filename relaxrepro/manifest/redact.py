@@ -278,7 +278,7 @@ _BEARER_RE = LazyPattern(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\
 _TRIGGERS = r"pass|secret|token|cred|auth|key|cookie|sig|sas|dsn|addr|host|ip|node|user|login|url|uri|endpoint|pwd"
 _TRIGGER_LOW_RE = re.compile(_TRIGGERS)  # searched in the lower-cased string: faster than (?i)
 _VALUE_END = r"\s,;'\"&)}\]<>"
-_NOT_FIRST = frozenset(",;&)}]<>")  # a value that starts so is only a secret's (``PASS=&x``), never an address's
+_NOT_FIRST = frozenset(",;&)}]<>|")  # a value that starts so is only a secret's (``PASS=&x``), never an address's
 # ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
 # word (the lookahead), so prose without one is never consumed. A quote left open runs to the end of the line.
 _ASSIGN_RE = LazyPattern(
@@ -365,6 +365,7 @@ _TOOL_HINTS = ("curl", "wget", "http", "xh", "mysql", "mariadb", "-cli", "mongo"
                "cqlsh", "sqlcmd", "bcp", "vsql", "rabbitmqadmin")  # a substring test is ~10x faster than _TOOL_RE
 _TOOL_NAME_RE = LazyPattern(r"(?:%s)" % _TOOLS)
 # A shell word (quotes kept), or a backslash-newline that continues the command on the next line.
+_KEY_WORD_RE = LazyPattern(r"[\w-]+")  # wandb login KEY: a key is one run of word characters
 _PASSWORDISH_RE = LazyPattern(r"[^A-Za-z_.\s-]")
 _SHELL_WORD_RE = LazyPattern(r"""\\\r?\n|(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|\\.|[^\s"'\\])+""")
 _SEPARATORS = frozenset(("|", "||", "&&", ";", "&", "|&", ")", ";;", "`"))
@@ -414,11 +415,8 @@ def _tool_options(tool: str) -> Dict[str, str]:
 def _secret_span(word: str, a: int, mode: str) -> Optional[Tuple[int, int]]:
     """The part of ``word`` from ``a`` on that is a secret, quotes left out; None for a reference or a user."""
     b = len(word)
-    if b > a and word[a] in "\"'":
-        q = word[a]
-        a += 1
-        if b > a and word[b - 1] == q:
-            b -= 1
+    if b - a >= 2 and word[a] in "\"'" and word[b - 1] == word[a]:  # a quote left open goes with the value
+        a, b = a + 1, b - 1
     v = word[a:b]
     if not v or _is_inert(v) or v.startswith(_REF_PREFIXES):
         return None
@@ -443,7 +441,7 @@ def _option_spans(opts: Dict[str, str], words: Sequence[str]) -> List[Tuple[int,
         if len(w) < 2 or w[0] != "-":  # an operand
             if "!" in opts:
                 break
-            if "*" in opts and _looks_credential(w.strip("\"'")):
+            if "*" in opts and _looks_credential(w.strip("\"'")) and _KEY_WORD_RE.fullmatch(w.strip("\"'")):
                 out.append((i - 1, 0, len(w)))
             continue
         mode = opts.get(w)
@@ -679,12 +677,16 @@ class Redactor:
                 s, n = _SLACK_HOOK_RE.subn(r"\1" + MASK, s)
                 if n:
                     self._count("secret-shape", n)
-        if (" -" in s or "\n-" in s or "\t-" in s or " login" in s) and any(map(s.__contains__, _TOOL_HINTS)):
+        tools = (" -" in s or "\n-" in s or "\t-" in s or " login" in s) and any(map(s.__contains__, _TOOL_HINTS))
+        if tools:
             s = self._commands(s)
         if mode == "pgpass":
             s = _PGPASS_RE.sub(self._pgpass_sub, s)
         if ("=" in s or ":" in s or " " in s or "\t" in s) and _TRIGGER_LOW_RE.search(low):
-            s = self._assignments(s, mode)
+            masked = self._assignments(s, mode)
+            if tools and masked != s:  # a value masked whole may take an open quote that hid an option
+                masked = self._commands(masked)
+            s = masked
         if s.count(".") >= 3:
             s = _IPV4_RE.sub(self._ipv4_sub, s)
         if ":" in s and ("fc" in low or "fd" in low):
@@ -782,8 +784,8 @@ class Redactor:
         s = m.string
         secret = kind in (_SECRET, _WEAK)
         bare = group in ("v", "w")
-        if bare and not secret and value[0] in _NOT_FIRST:
-            return None
+        if bare and ((not secret and value[0] in _NOT_FIRST) or (group == "w" and value[0] in "|<>")):
+            return None  # "--user | tee": a pipe, not a value
         nstart = m.start("name")
         if m.group("sp") is not None:
             if name.startswith("-"):
@@ -838,7 +840,7 @@ class Redactor:
                 self._remember(body)
                 line = line[:len(line) - len(body)] + MASK
             out.append(line)
-        if out == s[pos + 1:end].split("\n"):
+        if not out or out == s[pos + 1:end].split("\n"):
             return None
         self._count("secret-name")
         return pos + 1, end, "\n".join(out)

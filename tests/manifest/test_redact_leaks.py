@@ -303,3 +303,17 @@ def test_an_identifier_under_a_secret_name_is_not_masked_elsewhere() -> None:
     out = redact_document(doc, _red())
     assert out["credentials"] == {"type": "***", "project": "***"}
     assert out["notes"] == "service_account of my-project"
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -p''x1 --git a/.env", 'docker login -p" mysql{>"--user docker login',
+    "wandb login --user | %s" % hex40("pipe"), "wandb login = | bob:pw\\\n%s" % hex40("cont"),
+    "wandb login docker login=x=1'x=1\n  ", " ' mysqlpassword sshpass%s\" -p+++ b/.env\n" % hex40("quote"),
+])
+def test_open_quotes_and_shell_operators_give_a_stable_result(text: str) -> None:
+    # Found by fuzzing: a second pass over the output changed it again (a mask that took an open quote exposed
+    # an option; '|' was taken as a --user value, then read as an operand of 'wandb login').
+    r = _red()
+    once = r.text(text)
+    assert r.text(once) == once
+    assert "error" not in r.counts

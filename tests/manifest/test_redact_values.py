@@ -104,6 +104,16 @@ def test_an_env_file_in_a_patch_takes_its_values_to_the_end_of_the_line() -> Non
     assert changed == [6, 7]
 
 
+def test_a_block_scalar_in_a_patch_is_masked_and_stays_so_under_the_document_pass() -> None:
+    pw = password("patch-block", "&")
+    patch = ("diff --git a/conf.yaml b/conf.yaml\n--- a/conf.yaml\n+++ b/conf.yaml\n@@ -1,2 +1,5 @@\n db:\n"
+             "+  password: |\n+    %s\n+    %s\n   port: 5432\n" % (pw, pw[::-1]))
+    out, changed = _red().lines(patch)
+    assert out.splitlines()[5:] == ["+  password: |", "+    ***", "+    ***", "   port: 5432"]
+    assert changed == [7, 8]
+    assert _red().text(out) == out  # the document pass over the stored patch changes nothing more
+
+
 def test_argv_words_go_whole() -> None:
     pw = password("argv", " ")
     out = _red().argv(["train.py", "--db-password=" + pw, "--api-key", pw, "--note", "x"])
