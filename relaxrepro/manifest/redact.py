@@ -4,7 +4,10 @@ A manifest is meant to be pasted into a ticket, so every string in it (dict keys
 through :class:`Redactor` just before it is written or printed. Rules, in the order they run:
 
 - by name: values of keys and flags whose name says secret (``HF_TOKEN``, ``--wandb-key X``,
-  ``api_key: X`` inside config text or a patch) are masked to a short prefix plus ``***``;
+  ``api_key: X`` inside config text or a patch, a service account's ``private_key_id``) are masked whole,
+  whatever they hold, to the end of their word or line or their closing quote;
+- client tools' password options (``curl -u user:X``, ``mysql -pX``, ``sshpass -p X``...), in text (lines
+  continued with a backslash too) and in argv; any other copy of a value masked by name is masked as well;
 - by shape: token formats listed in the project's SECRETS.md brief (GitHub, GitLab, HF, OpenAI, Anthropic, AWS,
   Google, Azure, Slack, JWT, npm, PyPI, Databricks, Perplexity, W&B v1, PEM private keys) anywhere;
 - URLs and headers: ``user:password@`` after a URL scheme (also with an empty user), token query parameters,
