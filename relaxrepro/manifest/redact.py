@@ -4,7 +4,10 @@ A manifest is meant to be pasted into a ticket, so every string in it (dict keys
 through :class:`Redactor` just before it is written or printed. Rules, in the order they run:
 
 - by name: values of keys and flags whose name says secret (``HF_TOKEN``, ``--wandb-key X``,
-  ``api_key: X`` inside config text or a patch) are masked to a short prefix plus ``***``;
+  ``api_key: X`` inside config text or a patch, a service account's ``private_key_id``) are masked whole,
+  whatever they hold, to the end of their word or line or their closing quote;
+- client tools' password options (``curl -u user:X``, ``mysql -pX``, ``sshpass -p X``...), in text (lines
+  continued with a backslash too) and in argv; any other copy of a value masked by name is masked as well;
 - by shape: token formats listed in the project's SECRETS.md brief (GitHub, GitLab, HF, OpenAI, Anthropic, AWS,
   Google, Azure, Slack, JWT, npm, PyPI, Databricks, Perplexity, W&B v1, PEM private keys) anywhere;
 - URLs and headers: ``user:password@`` after a URL scheme (also with an empty user), token query parameters,
@@ -86,7 +89,8 @@ _BENIGN_LAST = frozenset(
     "length len size count limit limits id ids env var vars mode method scheme format fmt provider location "
     "prefix suffix enabled enable disable disabled required ttl expiry expires expiration timeout version "
     "algorithm alg index idx strategy policy backend style template header headers rotation source sources "
-    "command cmd helper store manager mapping map config cfg set list num max min budget".split())
+    "command cmd helper store manager mapping map config cfg set list num max min budget stdin database db "
+    "mechanism realm".split())
 
 # Qualifiers that make ``<x>_key`` a credential (``--openai-key``, ``AccountKey``); a bare ``key`` or
 # ``text_key: text`` (dataset column mapping in every HF config) is only masked when its value looks
@@ -104,12 +108,12 @@ _SPECIAL_TOKEN_WORDS = frozenset(
 
 _STRONG_WORDS = frozenset(
     "password passwd passphrase pass pwd secret secrets credential credentials creds cred cookie cookies "
-    "apikey authorization bearer privatekey secretkey accesskey sig signature sas dsn".split())
+    "apikey authorization bearer privatekey secretkey accesskey sig signature sas dsn sshpass".split())
 _NOT_PWD = frozenset(("pwd", "oldpwd"))  # PWD is the shell's working directory, not a password
 
 _ADDRESS_LAST = frozenset("addr address ip ipaddr host hostname hosts nodelist nodename".split())
 _NOT_ADDRESS = frozenset("mac email mail e web ether hw bluetooth wallet".split())
-_URL_LAST = frozenset("url uri endpoint".split())
+_URL_LAST = frozenset("url uri endpoint urls uris".split())
 _USER_NAMES = frozenset("user username logname login".split())
 
 _WORD_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
@@ -141,6 +145,10 @@ def _classify(name: str) -> int:
     if joined in ("slurmjobuser", "user", "username", "logname", "sudouser", "pbsologname") or (
             last in _USER_NAMES and len(words) <= 3):
         return _USER
+    if words[-3:-1] in (["private", "key"], ["access", "key"]) and last == "id":
+        return _SECRET  # a service account's private_key_id: an id that only its owner should hold
+    if last in _URL_LAST and not _NOT_ADDRESS.intersection(words):
+        return _URL  # token_uri, auth_provider_x509_cert_url: where to ask, not what to show
     if last in _BENIGN_LAST:
         if len(words) >= 2 and words[-2] == "host" and last == "name":  # host_name
             return _ADDRESS
@@ -158,7 +166,8 @@ def _classify(name: str) -> int:
             if len(words) >= 2 and words[-1] == "token" and words[-2] in _SPECIAL_TOKEN_WORDS:
                 return _NONE
             return _SECRET
-        if w.endswith(("password", "passwd", "secret", "apikey", "accesskey", "secretkey", "privatekey")):
+        if w.endswith(("password", "passwd", "secret", "apikey", "accesskey", "secretkey", "privatekey", "storepass",
+                       "keypass")):
             return _SECRET
     if last in ("key", "keys"):
         if len(words) >= 2 and words[-2] in _KEY_QUALIFIERS:
@@ -169,8 +178,6 @@ def _classify(name: str) -> int:
             return _ADDRESS
         if joined.endswith(("nodelist", "hostname", "nodename", "ipaddr", "masteraddr")):
             return _ADDRESS
-        if last in _URL_LAST:
-            return _URL
     return _NONE
 
 
@@ -188,9 +195,9 @@ def _is_inert(value: str) -> bool:
         return True
     if v[0] == "<" and v[-1] == ">" and len(v) < 40:  # <HOME>, <redacted>, tokenizer <pad>
         return True
-    if _REFERENCE_RE.fullmatch(v):  # ${WANDB_API_KEY}, $HF_TOKEN, %(pw)s: a reference, not the value
+    if _REFERENCE_RE.fullmatch(v) or _MASKED_RE.fullmatch(v):  # ${WANDB_API_KEY}, $HF_TOKEN, %(pw)s: a reference
         return True
-    return bool(_MASKED_RE.fullmatch(v))
+    return " " in v and all(map(_is_inert, v.split()))  # "Bearer ***", "${A} ${B}"
 
 
 def _is_path(value: str) -> bool:
@@ -240,6 +247,7 @@ _SHAPES = [
     r"AIza[\w-]{35}",
     r"GOCSPX-[\w-]{20,}",
     r"ya29\.[\w-]{20,}",
+    r"1//0[\w-]{30,}",
     r"[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}",
     r"xox[abposr]-[0-9A-Za-z-]{10,}",
     r"eyJ[\w-]{5,}\.eyJ[\w-]{5,}\.[\w-]*",
@@ -273,14 +281,195 @@ _BEARER_RE = LazyPattern(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\
 _TRIGGERS = r"pass|secret|token|cred|auth|key|cookie|sig|sas|dsn|addr|host|ip|node|user|login|url|uri|endpoint|pwd"
 _TRIGGER_LOW_RE = re.compile(_TRIGGERS)  # searched in the lower-cased string: faster than (?i)
 _VALUE_END = r"\s,;'\"&)}\]<>"
+_NOT_FIRST = frozenset(",;&)}]<>|")  # a value that starts so is only a secret's (``PASS=&x``), never an address's
 # ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
-# word (the lookahead), so prose without one is never consumed.
+# word (the lookahead), so prose without one is never consumed. A quote left open runs to the end of the line.
 _ASSIGN_RE = LazyPattern(
     r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
-    r"(?:(?P<sep>[ \t]*[:=][ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|'(?P<sq>[^'\n]*)'"
-    r"|(?P<v>[^%s][^%s]*))"
-    r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*)\"|'(?P<sq2>[^'\n]*)'|(?P<w>[^%s=:]+)))"
-    % (_TRIGGERS, _VALUE_END, _VALUE_END, _VALUE_END))
+    r"(?:(?P<sep>[ \t]*[:=]=?[ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq>[^'\n]*(?:''[^'\n]*)*)'?"
+    r"|(?P<v>[^\s\"'][^%s]*))"
+    r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq2>[^'\n]*)'?|(?P<w>[^\s\"'=:][^%s=:]*)))"
+    % (_TRIGGERS, _VALUE_END, _VALUE_END))
+_WS_RE = LazyPattern(r"\s")
+_CLOSER_RE = LazyPattern(r"[,)\]}]")
+_NEXT_PAIR_RE = LazyPattern(r"[;&,][ \t]*[A-Za-z_][\w.-]*=")
+_COMMENT_RE = LazyPattern(r"[ \t]#")
+_LIST_ITEM_RE = LazyPattern(r"[+ -]?[ \t]*-[ \t]+")  # ``- DB_PASSWORD=x y`` (a compose environment list)
+_BLOCK_RE = LazyPattern(r"[|>][1-9+-]{0,2}")  # YAML ``password: |``: the value is on the lines below
+_BLOCK_KEY_RE = LazyPattern(r"([ \t]*(?:- )?)[\"']?([\w.-]+)[\"']?[ \t]*:[ \t]*[|>][1-9+-]{0,2}[ \t]*(?:#.*)?")
+_NETRC_RE = LazyPattern(r"[+ -]?[ \t]*(?:machine|default)\b")
+_PGPASS_RE = LazyPattern(r"(?m)^((?![+ -]?#)[+ -]?(?:(?:[^:\\\n]|\\.)*:){4})(.+)$")
+
+
+def _value_end(s: str, nstart: int, start: int, line: bool) -> int:
+    """Where an unquoted value found by its name ends: the end of the line (``line``: YAML, INI, a .env file;
+    less a `` #`` comment) or of the word, but never past the quote or bracket that encloses the assignment."""
+    ls = s.rfind("\n", 0, nstart) + 1
+    limit = s.find("\n", start)
+    if limit < 0:
+        limit = len(s)
+    pre = s[ls:nstart]
+    q = '"' if (pre.count('"') - pre.count('\\"')) % 2 else "'" if pre.count("'") % 2 else ""
+    if q:  # "--password=X --lr 1" inside a JSON string: the string's quote closes the value
+        i = s.find(q, start, limit)
+        while i > start and q == '"' and s[i - 1] == "\\":
+            i = s.find(q, i + 1, limit)
+        if i >= 0:
+            limit = i
+    if sum(map(pre.count, "([{")) > sum(map(pre.count, ")]}")):  # connect(password=pw, host=h)
+        c = _CLOSER_RE.search(s, start, limit)
+        if c:
+            limit = c.start()
+    c = _NEXT_PAIR_RE.search(s, start, limit)  # AccountKey=X;EndpointSuffix=..., user=u&password=X&grant=...
+    if c:
+        limit = c.start()
+    if not line:
+        w = _WS_RE.search(s, start, limit)
+        return w.start() if w else limit
+    c = _COMMENT_RE.search(s, start, limit)
+    if c:
+        limit = c.start()
+    while limit > start and s[limit - 1] in " \t\r":
+        limit -= 1
+    return limit
+
+
+def _prose_credential(s: str, nstart: int, start: int) -> bool:
+    """Whether the word after a secret's name in prose is a credential (``token Tr0ub&4dor...``): not the
+    next assignment (``token api_key=X``)."""
+    word = s[start:_value_end(s, nstart, start, False)]
+    return "=" not in word and ":" not in word and _looks_credential(word)
+
+
+def _file_mode(header: str) -> Optional[str]:
+    """How the values of a patched file are written, from its ``diff --git`` line: ``env`` (``.env``, INI:
+    a value runs to the end of its line), ``netrc`` (``password X``), ``pgpass`` (``host:port:db:user:X``)."""
+    name = header.rsplit("/", 1)[-1].strip('"').lower()
+    if name in (".netrc", "_netrc"):
+        return "netrc"
+    if name == ".pgpass" or name == "pgpass.conf":
+        return "pgpass"
+    if name.startswith(".env") or name.endswith((".env", ".ini", ".cfg", ".conf", ".cnf", ".properties")) or (
+            name[:1] == "." and name.endswith("rc")):  # .npmrc, .pypirc
+        return "env"
+    return None
+
+
+# -- credentials given to client tools as options -------------------------------------------------------
+
+_TOOLS = (r"curl|wget|https?|xhs?|(?:mysql|mariadb)[\w-]*|(?:redis|valkey|keydb)-cli|mongo\w*|sshpass"
+          r"|smbclient|rpcclient|lftp|ldap\w+|twine[ \t]+upload"
+          r"|(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm[ \t]+registry|wandb)[ \t]+login"
+          r"|zip|unzip|zipcloak|7z[arz]?|(?:un)?rar|ssh-keygen|openssl|keytool|mosquitto_\w+|cqlsh"
+          r"|sqlcmd|bcp|vsql|rabbitmqadmin")
+_TOOL_RE = LazyPattern(r"(?m)(?:^[+-]?|(?<![\w.+-]))(?P<tool>%s)(?=[ \t]|\\\r?\n)" % _TOOLS)
+_TOOL_HINTS = ("curl", "wget", "http", "xh", "mysql", "mariadb", "-cli", "mongo", "sshpass", "smbclient", "rpcclient",
+               "lftp", "ldap", "login", "twine", "zip", "7z", "rar", "ssh-keygen", "openssl", "keytool", "mosquitto",
+               "cqlsh", "sqlcmd", "bcp", "vsql", "rabbitmqadmin")  # a substring test is ~10x faster than _TOOL_RE
+_TOOL_NAME_RE = LazyPattern(r"(?:%s)" % _TOOLS)
+# A shell word (quotes kept), or a backslash-newline that continues the command on the next line.
+_KEY_WORD_RE = LazyPattern(r"[\w-]+")  # wandb login KEY: a key is one run of word characters
+_PASSWORDISH_RE = LazyPattern(r"[^A-Za-z_.\s-]")
+_SHELL_WORD_RE = LazyPattern(r"""\\\r?\n|(?:"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|\\.|[^\s"'\\])+""")
+_SEPARATORS = frozenset(("|", "||", "&&", ";", "&", "|&", ")", ";;", "`"))
+_REF_PREFIXES = ("env:", "file:", "fd:", "stdin")  # openssl -passin env:VAR names where the password is
+
+# Per tool, the options whose value is a secret: ``-p`` attached (``-pPW``) or the next word; ``-p=`` attached
+# only (``mysql -p`` alone prompts, and the next word is the database); ``-u:`` a ``user:password`` pair (``%``
+# and ``,``: smbclient's and lftp's separators). ``!``: options end at the first operand (``sshpass -p PW ssh
+# -p 22``); ``*``: an operand that looks like a key (``wandb login KEY``); ``L``: single-dash long options.
+_TOOL_OPTIONS = {
+    "curl": "-u: --user: -U: --proxy-user: -E: --cert: --proxy-cert: --pass --proxy-pass --oauth2-bearer "
+            "--tlspassword --proxy-tlspassword",
+    "wget": "--password --http-password --ftp-password --proxy-password",
+    "http": "-a: --auth:", "mysql": "-p= --password=", "redis-cli": "-a --pass", "mongo": "-p --password",
+    "sshpass": "! -p", "smbclient": "-U% --user% --password", "lftp": "-u,", "ldap": "-w", "zip": "-P --password",
+    "login": "-p --password", "7z": "-p=", "ssh-keygen": "-N -P", "openssl": "L -k -pass -passin -passout",
+    "keytool": "L -storepass -keypass -srcstorepass -deststorepass -srckeypass -destkeypass",
+    "mosquitto": "-P --pw", "cqlsh": "-p --password", "sqlcmd": "-P", "vsql": "-w", "rabbitmqadmin": "-p --password",
+    "wandb login": "*",
+}
+_TOOL_ALIASES = {"https": "http", "xh": "http", "xhs": "http", "valkey-cli": "redis-cli", "keydb-cli": "redis-cli",
+                 "rpcclient": "smbclient", "unzip": "zip", "zipcloak": "zip", "7za": "7z", "7zr": "7z", "7zz": "7z",
+                 "rar": "7z", "unrar": "7z", "bcp": "sqlcmd", "twine upload": "login"}
+_parsed_options: Dict[str, Dict[str, str]] = {}
+
+
+def _tool_options(tool: str) -> Dict[str, str]:
+    """``{option: mode}`` for a tool as written (``/usr/bin/mysqldump``, ``docker  login``)."""
+    t = " ".join(tool.split())
+    for head, family in (("mysql", "mysql"), ("mariadb", "mysql"), ("mongo", "mongo"), ("ldap", "ldap"),
+                         ("mosquitto", "mosquitto")):
+        if t.startswith(head):
+            t = family
+    if t.endswith(" login") and t != "wandb login":
+        t = "login"
+    t = _TOOL_ALIASES.get(t, t)
+    opts = _parsed_options.get(t)
+    if opts is None:
+        opts = {}
+        for o in _TOOL_OPTIONS.get(t, "").split():
+            mode = o[-1] if len(o) > 1 and o[-1] in "=:%," else ""
+            opts[o[:-1] if mode else o] = mode
+        _parsed_options[t] = opts
+    return opts
+
+
+def _secret_span(word: str, a: int, mode: str) -> Optional[Tuple[int, int]]:
+    """The part of ``word`` from ``a`` on that is a secret, quotes left out; None for a reference or a user."""
+    b = len(word)
+    if b - a >= 2 and word[a] in "\"'" and word[b - 1] == word[a]:  # a quote left open goes with the value
+        a, b = a + 1, b - 1
+    v = word[a:b]
+    if not v or _is_inert(v) or v.startswith(_REF_PREFIXES):
+        return None
+    if mode in (":", "%", ","):
+        k = v.find(mode)
+        if k < 0:  # a bare user name stays; a key given as the user (httpie -A bearer -a KEY) does not
+            return (a, b) if _looks_credential(v) else None
+        if k == len(v) - 1:  # curl -u KEY: (Stripe-style: the key is the user, the password empty)
+            return (a, a + k) if _looks_credential(v[:k]) else None
+        return None if _is_inert(v[k + 1:]) else (a + k + 1, b)
+    return a, b
+
+
+def _option_spans(opts: Dict[str, str], words: Sequence[str]) -> List[Tuple[int, int, int]]:
+    """``(word index, start, end)`` of each secret among a tool's arguments ``words``."""
+    out: List[Tuple[int, int, int]] = []
+    attached = "L" not in opts
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        i += 1
+        if len(w) < 2 or w[0] != "-":  # an operand
+            if "!" in opts:
+                break
+            if "*" in opts and _looks_credential(w.strip("\"'")) and _KEY_WORD_RE.fullmatch(w.strip("\"'")):
+                out.append((i - 1, 0, len(w)))
+            continue
+        mode = opts.get(w)
+        short = w[1] != "-" and w[1:].isalpha()
+        if mode is None and attached and short and len(w) > 2 and opts.get("-" + w[-1], "=") != "=" and \
+                w[:2] not in opts:
+            mode = opts["-" + w[-1]]  # curl -su user:pw: a cluster of flags, the last one takes the value
+        if mode is not None:
+            if mode != "=" and i < n and words[i][:1] != "-":
+                found = _secret_span(words[i], 0, mode)
+                if found:
+                    out.append((i,) + found)
+                i += 1
+            continue
+        name, eq, _ = w.partition("=")
+        if eq and name in opts:
+            found = _secret_span(w, len(name) + 1, opts[name])
+        elif attached and w[1] != "-" and len(w) > 2 and w[:2] in opts:
+            found = _secret_span(w, 2, opts[w[:2]])  # mysql -pPW, sshpass -pPW
+        else:
+            continue
+        if found:
+            out.append((i - 1,) + found)
+    return out
+
 
 _FILE_NAME_RE = LazyPattern(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
 
@@ -330,6 +519,7 @@ class Redactor:
         self.counts: Dict[str, int] = {}
         self._clean: set = set()
         self._fired = 0
+        self._secrets: set = set()  # the values masked by their name: hidden wherever else they appear too
         home_alts = [r"/lustre/home/[^/\s\"'<>:;,)\]}]+", r"/home/[^/\s\"'<>:;,)\]}]+",
                      r"/Users/[^/\s\"'<>:;,)\]}]+", r"/root"]
         if self.home and self.home.count("/") >= 1 and len(self.home) > 1:
@@ -361,6 +551,42 @@ class Redactor:
             keep_paths=keep_paths,
         )
 
+    def _remember(self, value: str) -> None:
+        """Note a value masked by its name, so that ``scrub`` hides its copies that no name points at
+        (``config.resolved_args`` parsed from ``sshpass -p PW``: ``{"p": PW}``)."""
+        v = value.strip().strip("\"'")
+        # Only what reads as a password (a digit or a symbol, not all digits): an identifier such as
+        # "service_account" under a "credentials" object must not be masked everywhere else.
+        if 6 <= len(v) <= 512 and not v.isdigit() and _PASSWORDISH_RE.search(v) and "://" not in v \
+                and not _is_path(v) and not _is_inert(v) and len(self._secrets) < 1000:
+            self._secrets.add(v)
+
+    def scrub(self, obj: Any) -> Any:
+        """``obj`` with every copy of a remembered secret masked, dict keys included."""
+        if not self._secrets:
+            return obj
+        rx = re.compile("|".join(map(re.escape, sorted(self._secrets, key=len, reverse=True))))
+
+        def walk(o: Any) -> Any:
+            if isinstance(o, str):
+                new, n = rx.subn(MASK, o)
+                if n:
+                    self._count("secret-name", n)
+                return new
+            if isinstance(o, dict):
+                out: Dict[Any, Any] = {}
+                for k, v in o.items():
+                    k = walk(k)
+                    while isinstance(k, str) and k in out:  # two keys masked to the same text: keep both
+                        k += "#"
+                    out[k] = walk(v)
+                return out
+            if isinstance(o, list):
+                return [walk(v) for v in o]
+            return o
+
+        return walk(obj)
+
     def _count(self, rule: str, n: int = 1) -> None:
         self.counts[rule] = self.counts.get(rule, 0) + n
         self._fired += n
@@ -390,13 +616,24 @@ class Redactor:
             if _is_path(value):
                 return value, False
             self._count(rule)
+            self._remember(value)
             return _name_mask(value), True
         if kind == _WEAK:
             if _looks_credential(value):
                 self._count(rule)
+                self._remember(value)
                 return _name_mask(value), True
             return value, False
         if kind == _USER:
+            user, colon, pw = value.partition(":")
+            if pw == MASK and user in (USER, "root"):
+                return value, True
+            if colon and pw and not pw.isdigit() and not _is_inert(pw):  # --user bob:PW (uid:gid stays)
+                self._count(rule)
+                self._remember(pw)
+                if user != "root":
+                    self._count("user-name")
+                return (user if user == "root" else USER) + ":" + MASK, True
             if value.lower() in ("root",):
                 return value, True
             self._count("user-name")
@@ -407,19 +644,20 @@ class Redactor:
             return self._url_host(value), False
         return value, False
 
-    def _scan(self, s: str) -> str:
-        if s in self._clean or (len(s) < 3 and not self.extra):
+    def _scan(self, s: str, mode: Optional[str] = None) -> str:
+        """``mode``: how the file holding ``s`` writes its values (see ``_file_mode``); None when unknown."""
+        if (s in self._clean and mode is None) or (len(s) < 3 and not self.extra):
             return s
         original = s
         before = self._fired
-        s = self._rules(s)
+        s = self._rules(s, mode)
         # Strings that went through untouched are remembered: manifest.build and manifest.write pass the
         # same document through the same Redactor, and most strings (versions, names) repeat.
-        if s == original and self._fired == before and len(self._clean) < 50000:
+        if s == original and self._fired == before and len(self._clean) < 50000 and mode is None:
             self._clean.add(s)
         return s
 
-    def _rules(self, s: str) -> str:
+    def _rules(self, s: str, mode: Optional[str] = None) -> str:
         for pat in self.extra:
             s = pat.sub(self._user_pattern_sub, s)
         if "PRIVATE KEY" in s:
@@ -442,8 +680,16 @@ class Redactor:
                 s, n = _SLACK_HOOK_RE.subn(r"\1" + MASK, s)
                 if n:
                     self._count("secret-shape", n)
+        tools = (" -" in s or "\n-" in s or "\t-" in s or " login" in s) and any(map(s.__contains__, _TOOL_HINTS))
+        if tools:
+            s = self._commands(s)
+        if mode == "pgpass":
+            s = _PGPASS_RE.sub(self._pgpass_sub, s)
         if ("=" in s or ":" in s or " " in s or "\t" in s) and _TRIGGER_LOW_RE.search(low):
-            s = self._assignments(s)
+            masked = self._assignments(s, mode)
+            if tools and masked != s:  # a value masked whole may take an open quote that hid an option
+                masked = self._commands(masked)
+            s = masked
         if s.count(".") >= 3:
             s = _IPV4_RE.sub(self._ipv4_sub, s)
         if ":" in s and ("fc" in low or "fd" in low):
@@ -491,6 +737,13 @@ class Redactor:
         self._count("authorization")
         return m.group(1) + ((m.group(2) + " ") if m.group(2) else "") + MASK
 
+    def _pgpass_sub(self, m: "re.Match[str]") -> str:
+        if _is_inert(m.group(2)):
+            return m.group(0)
+        self._count("secret-name")
+        self._remember(m.group(2))
+        return m.group(1) + MASK
+
     def _bearer_sub(self, m: "re.Match[str]") -> str:
         self._count("authorization")
         return m.group(1) + m.group(2) + MASK
@@ -499,7 +752,7 @@ class Redactor:
         self._count("secret-shape")
         return mask(m.group(0))
 
-    def _assignments(self, s: str) -> str:
+    def _assignments(self, s: str, mode: Optional[str] = None) -> str:
         """Mask the values of ``name=value`` pairs whose name says what the value is."""
         out: List[str] = []
         last = pos = 0
@@ -507,7 +760,7 @@ class Redactor:
             m = _ASSIGN_RE.search(s, pos)
             if m is None:
                 break
-            edit = self._assignment(m)
+            edit = self._assignment(m, mode)
             if edit is None:
                 pos = m.end("name")  # only the name is consumed: "token api_key=X" still finds api_key
                 continue
@@ -520,45 +773,121 @@ class Redactor:
         out.append(s[last:])
         return "".join(out)
 
-    def _assignment(self, m: "re.Match[str]") -> Optional[Tuple[int, int, str]]:
+    def _assignment(self, m: "re.Match[str]", mode: Optional[str]) -> Optional[Tuple[int, int, str]]:
         name = m.group("name")
         if _FILE_NAME_RE.search(name):
             return None  # "secret.yaml: permission denied" names a file, it doesn't assign one
         kind = name_kind(name.lstrip("-"))
         if not kind:
             return None
-        flag = name.startswith("-")
-        spaced = m.group("sp") is not None
         group = next(g for g in ("dq", "sq", "v", "dq2", "sq2", "w") if m.group(g) is not None)
         value = m.group(group)
         if not value:
             return None
-        if spaced:
-            if flag:
+        s = m.string
+        secret = kind in (_SECRET, _WEAK)
+        bare = group in ("v", "w")
+        if bare and ((not secret and value[0] in _NOT_FIRST) or (group == "w" and value[0] in "|<>")):
+            return None  # "--user | tee": a pipe, not a value
+        nstart = m.start("name")
+        if m.group("sp") is not None:
+            if name.startswith("-"):
                 if value.startswith("-"):
                     return None  # "--api-key --lr 3e-4": the flag took no value here
-            elif m.group("nq") or kind not in (_SECRET, _WEAK) or not _looks_credential(value):
-                # Prose ("token X" in --wandb-notes): only a credential-looking word after a secret word.
+            elif m.group("nq") or not secret or not (_looks_credential(value) or _prose_credential(
+                    s, nstart, m.start(group)) or mode == "netrc" or (
+                    kind == _SECRET and _NETRC_RE.match(s, s.rfind("\n", 0, nstart) + 1))):
+                # Prose ("token X" in --wandb-notes): only a credential-looking word after a secret word,
+                # or a .netrc's "machine h login u password X".
                 return None
             elif kind == _WEAK:
                 kind = _SECRET
+        start, end = m.start(group), m.end(group)
+        query = secret and s[nstart - 1:nstart] in ("?", "&")
+        if bare and not query and not m.group("nq") and (secret or (kind == _USER and group == "w")):
+            # A value found by its name goes whole: '&', '#', ';' and quotes are part of a password.
+            sep = m.group("sep") or ""
+            line = group == "v" and (":" in sep or sep != sep.strip() or mode == "env"
+                                     or _LIST_ITEM_RE.fullmatch(s, s.rfind("\n", 0, nstart) + 1, nstart) is not None)
+            end = _value_end(s, nstart, start, line)
+            value = s[start:end]
+            if not value:
+                return None
+            if line and kind == _SECRET and _BLOCK_RE.fullmatch(value):
+                return self._block(s, nstart, end)
+        if kind in (_ADDRESS, _URL) and group == "w" and s.startswith("://", end):
+            end = _value_end(s, nstart, start, False)  # --host https://wandb.example.com: the whole URL
+            value = s[start:end]
         if kind == _ADDRESS and any(c.isspace() for c in value):
             return None
-        start, end = m.start(group), m.end(group)
-        if group == "v" and ":" in m.group("sep") and kind in (_SECRET, _WEAK) and not _is_inert(value):
-            # YAML ``password: two words  # note``: the value runs to the end of the line or a comment.
-            s = m.string
-            eol = s.find("\n", end)
-            rest = s[end:len(s) if eol < 0 else eol]
-            if rest[:1] in (" ", "\t") and not any(c in rest for c in ",;}]\"'="):
-                rest = rest.split(" #", 1)[0].rstrip()
-                end += len(rest)
-                value = s[start:end]
-        query = kind in (_SECRET, _WEAK) and m.string[m.start("name") - 1:m.start("name")] in ("?", "&")
         new, _ = self._by_kind(kind, value, rule="url-token" if query else "secret-name")
         if new == value:
             return None
         return start, end, new
+
+    def _block(self, s: str, nstart: int, start: int) -> Optional[Tuple[int, int, str]]:
+        """The lines of a secret's YAML block scalar (``password: |``) below its key: each masked."""
+        ls = s.rfind("\n", 0, nstart) + 1
+        indent = len(s[ls:nstart]) - len(s[ls:nstart].lstrip(" "))
+        pos = s.find("\n", start)
+        if pos < 0:
+            return None
+        out: List[str] = []
+        end = pos
+        for line in s[pos + 1:].split("\n"):
+            body = line.lstrip(" ")
+            if body and len(line) - len(body) <= indent:
+                break
+            end += len(line) + 1
+            if body and not _is_inert(body):
+                self._remember(body)
+                line = line[:len(line) - len(body)] + MASK
+            out.append(line)
+        if not out or out == s[pos + 1:end].split("\n"):
+            return None
+        self._count("secret-name")
+        return pos + 1, end, "\n".join(out)
+
+    def _commands(self, s: str) -> str:
+        """Mask the passwords given to client tools as options (``curl -u user:PW``, ``mysql -pPW``)."""
+        edits: List[Tuple[int, int]] = []
+        for m in _TOOL_RE.finditer(s):
+            words: List[str] = []
+            starts: List[int] = []
+            cont = False
+            pos = m.end()
+            for w in _SHELL_WORD_RE.finditer(s, pos):
+                if "\n" in s[pos:w.start()] or len(words) > 200:
+                    break
+                pos = w.end()
+                word, at = w.group(), w.start()
+                if word[0] == "\\" and word[1:2] in ("\r", "\n"):
+                    cont = True
+                    continue
+                if word in _SEPARATORS:
+                    break
+                if cont and word[0] == "+":  # an added line of a patch continues the command
+                    word, at = word[1:], at + 1
+                cont = False
+                if word:
+                    words.append(word.rstrip(";"))
+                    starts.append(at)
+                if word.endswith(";"):
+                    break
+            for i, a, b in _option_spans(_tool_options(m.group("tool")), words):
+                edits.append((starts[i] + a, starts[i] + b))
+                self._remember(words[i][a:b])
+        if not edits:
+            return s
+        out: List[str] = []
+        last = 0
+        for a, b in sorted(edits):
+            if a >= last:
+                out += [s[last:a], MASK]
+                last = b
+                self._count("secret-name")
+        out.append(s[last:])
+        return "".join(out)
 
     def _ipv4_sub(self, m: "re.Match[str]") -> str:
         parts = [int(g) for g in m.groups()]
@@ -620,20 +949,52 @@ class Redactor:
 
     # -- structures ---------------------------------------------------------------------------------
     def argv(self, args: Sequence[str]) -> List[str]:
-        """Redact a command line: ``--k=v`` and ``--k v`` by the flag's name, every word by shape."""
+        """Redact a command line: ``--k=v`` and ``--k v`` by the flag's name, a client tool's password options
+        (``mysql -pPW``, ``curl -u user:PW``), every word by shape."""
         out: List[str] = []
         prev_kind = _NONE
-        for a in args:
+        tools = self._argv_options(args) if "login" in args or any(
+            isinstance(a, str) and a[:1] == "-" for a in args) else {}
+        for i, a in enumerate(args):
             if not isinstance(a, str):
                 out.append(self.value(a))
                 prev_kind = _NONE
                 continue
-            if prev_kind and not a.startswith("-"):
+            if i in tools:
+                out.append(self.text(tools[i]))
+            elif prev_kind and not a.startswith("-"):
                 new, done = self._by_kind_safe(prev_kind, a)
                 out.append(new if done else self.text(new))
+            elif a[:1] == "-" and "=" in a and name_kind(a.split("=", 1)[0].lstrip("-")) in (_SECRET, _WEAK):
+                name, value = a.split("=", 1)  # one word: '--password=a b&c' holds the whole of 'a b&c'
+                new, done = self._by_kind_safe(name_kind(name.lstrip("-")), value)
+                out.append(name + "=" + (new if done else self.text(new)))
             else:
                 out.append(self.text(a))
             prev_kind = _flag_kind(a)
+        return out
+
+    def _argv_options(self, args: Sequence[Any]) -> Dict[int, str]:
+        """``{index: masked word}`` for the password options of client tools named in ``args``."""
+        out: Dict[int, str] = {}
+        n = len(args)
+        for i, a in enumerate(args):
+            if not isinstance(a, str) or not a[:1].isalnum() and a[:1] not in "./~":
+                continue
+            for k in (3, 2, 1):  # helm registry login, docker login, curl
+                tool = " ".join([a.rsplit("/", 1)[-1]] + [str(x) for x in args[i + 1:i + k]])
+                if i + k <= n and _TOOL_NAME_RE.fullmatch(tool):
+                    break
+            else:
+                continue
+            j = e = i + k
+            while e < n and isinstance(args[e], str) and args[e] not in _SEPARATORS:
+                e += 1
+            for w, x, y in _option_spans(_tool_options(tool), args[j:e]):
+                word = args[j + w]
+                out[j + w] = word[:x] + MASK + word[y:]
+                self._count("secret-name")
+                self._remember(word[x:y])
         return out
 
     def _by_kind_safe(self, kind: int, value: str) -> Tuple[str, bool]:
@@ -644,32 +1005,79 @@ class Redactor:
             return REDACTED, True
 
     def lines(self, text: str) -> Tuple[str, List[int]]:
-        """Redact a multi-line text (a patch, a config file) line by line.
+        """Redact a patch line by line.
 
         Returns the text and the 1-based numbers of the lines that changed; the line count is kept, so
-        a patch stays a patch. A PEM private key spanning lines is masked on every line it covers.
+        a patch stays a patch. A PEM private key spanning lines is masked on every line it covers, so is a
+        secret's YAML block scalar (``password: |``); a command continued with backslashes is read whole;
+        each file's values are read as its kind writes them (``.env``, ``.netrc``, ``.pgpass``).
         """
         if not isinstance(text, str):
             return text, []
         out: List[str] = []
         changed: List[int] = []
         in_key = False
+        block = -1  # inside a secret's block scalar: the indentation of its key
+        run: List[int] = []  # the lines of a command continued with backslashes
+        mode = None
         for i, line in enumerate(text.splitlines(True), 1):
             body = line.rstrip("\r\n")
-            nl = line[len(body):]
             if in_key:
                 lead = body[:1] if body[:1] in ("+", "-", " ") and not body.startswith("-----") else ""
                 if "PRIVATE KEY" in body and "-----END" in body:
                     in_key = False
                 new = lead + PRIVATE_KEY
+            elif block >= 0 and (not body[1:].strip() or len(body) - 1 - len(body[1:].lstrip(" ")) > block):
+                rest = body[1:].lstrip(" ")
+                new = body if not rest.strip() or _is_inert(rest) else body[:len(body) - len(rest)] + MASK
+                if new != body:
+                    self._count("secret-name")
+                    self._remember(rest)
             else:
+                block = -1
+                if body.startswith("diff --git "):
+                    mode, in_key = _file_mode(body), False
                 if "PRIVATE KEY" in body and "-----BEGIN" in body and "-----END" not in body.split("-----BEGIN", 1)[1]:
                     in_key = True
-                new = self.text(body)
+                new = self.text(body) if mode is None else self._text_in(body, mode)
+                if ("|" in body or ">" in body) and ":" in body:
+                    k = _BLOCK_KEY_RE.fullmatch(body, 1)
+                    if k and name_kind(k.group(2)) == _SECRET:
+                        block = len(k.group(1))
             if new != body:
                 changed.append(i)
-            out.append(new + nl)
-        return "".join(out), changed
+            out.append(new + line[len(body):])
+            if run or body[-1:] == "\\":
+                run.append(i - 1)
+                if body[-1:] != "\\":
+                    self._continued(out, run, changed)
+                    run = []
+        if len(run) > 1:
+            self._continued(out, run, changed)
+        return "".join(out), sorted(set(changed))
+
+    def _text_in(self, line: str, mode: str) -> str:
+        """``text`` for a line of a file of the given mode. Never raises."""
+        try:
+            return self._scan(line, mode)
+        except Exception:
+            self._count("error")
+            return REDACTED
+
+    def _continued(self, out: List[str], run: List[int], changed: List[int]) -> None:
+        """Read the lines ``run`` of a patch, a command continued with backslashes, as one (``curl \\ -u u:PW``)."""
+        bodies = [out[k].rstrip("\r\n") for k in run]
+        leads = [b[:1] if b[:1] in ("+", "-", " ") else "" for b in bodies]
+        joined = "\n".join(b[len(lead):] for b, lead in zip(bodies, leads))
+        try:
+            new = self._commands(joined)
+        except Exception:
+            self._count("error")
+            new = "\n".join(REDACTED for _ in run)
+        for k, b, lead, nb in zip(run, bodies, leads, new.split("\n")):
+            if lead + nb != b:
+                out[k] = lead + nb + out[k][len(b):]
+                changed.append(k + 1)
 
     def value(self, obj: Any, key: Optional[str] = None) -> Any:
         """Redact every string inside ``obj`` (keys included), recursively. Never raises."""
@@ -679,6 +1087,7 @@ class Redactor:
         if isinstance(obj, str):
             if secret and not _is_inert(obj):  # everything under "credentials": {...}
                 self._count("secret-name")
+                self._remember(obj)
                 return _name_mask(obj)
             return self.text(obj, key)
         if obj is None or isinstance(obj, (bool, int, float)):
@@ -762,7 +1171,7 @@ def policy_of(doc: Any, env: Optional[Mapping[str, str]] = None) -> Redactor:
 def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
     before = dict(redactor.counts)
-    out = redactor.value(doc)
+    out = redactor.scrub(redactor.value(doc))
     if not isinstance(out, dict):
         out = {}
     fired = {k: v - before.get(k, 0) for k, v in redactor.counts.items() if v - before.get(k, 0)}

@@ -88,6 +88,17 @@ def secret_password() -> str:
     return "Pw" + _rand("pw", ALNUM, 14) + "!"
 
 
+def password(seed: str, middle: str = "&") -> str:
+    """A fake password with ``middle`` (``&``, ``#``, ``;``, a quote, a space) between two random runs, the way
+    people write them (``Tr0ub4dor&3xyz``): a redaction that stops at ``middle`` leaves the second run behind."""
+    return _rand(seed + "/head", ALNUM, 9) + "7" + middle + _rand(seed + "/tail", ALNUM, 7) + "x"
+
+
+def hex40(seed: str) -> str:
+    """40 lowercase hex: a service account's ``private_key_id``, a legacy W&B key (secrets only by name)."""
+    return _rand(seed, HEX, 40)
+
+
 def wandb_legacy() -> str:
     """40 lowercase hex: indistinguishable from a commit SHA, a secret only by its name."""
     return _rand("wandb-legacy", HEX, 40)
