@@ -19,7 +19,7 @@ import pytest
 from relaxrepro.collect import here
 from relaxrepro.commands import check, check_rules
 from tests.helpers.common import clean_env, git, make_repo, run_cli
-from tests.helpers.git import git_with_slow_diff
+from tests.helpers.git import conflicting, git_with_slow_diff
 from tests.helpers.gpu import driverless_linux
 from tests.helpers.read import SHA_B, base_manifest, head, modified, write_json
 
@@ -364,13 +364,7 @@ def test_a_diff_that_timed_out_twice_is_not_the_same_change(tmp_path):
 
 
 def test_a_run_started_mid_merge_is_a_warning(tmp_path):
-    repo = make_repo(tmp_path / "repo", {"train.py": "print(1)\n"})
-    git(repo, "checkout", "-q", "-b", "side")
-    (repo / "train.py").write_text("print(2)\n")
-    git(repo, "commit", "-qam", "side")
-    git(repo, "checkout", "-q", "main")
-    (repo / "train.py").write_text("print(3)\n")
-    git(repo, "commit", "-qam", "main")
+    repo = conflicting(tmp_path / "repo", "train.py")
     with pytest.raises(subprocess.CalledProcessError):
         git(repo, "merge", "side")  # stops on the conflict
     m = _generate(tmp_path, repo)

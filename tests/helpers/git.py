@@ -16,7 +16,7 @@ from relaxrepro.collect.context import Context
 from relaxrepro.collect.probes import git as git_probe
 from relaxrepro.collect.runner import Probe
 from relaxrepro.manifest import writer
-from tests.helpers.common import fake_tool, git, validate_manifest
+from tests.helpers.common import fake_tool, git, make_repo, validate_manifest
 
 
 def env_for(tmp_path: Path, path: Optional[str] = None, **extra: str) -> Dict[str, str]:
@@ -126,3 +126,15 @@ def git_with_slow_diff(bindir: Path) -> str:
         exec %s "$@"
         """ % (shutil.which("sleep"), shutil.which("git")))
     return "%s%s%s" % (bindir, os.pathsep, os.environ["PATH"])
+
+
+def conflicting(path: Path, name: str = "c.txt") -> Path:
+    """A repo whose branches main and side both changed ``name``; HEAD on main, nothing merged yet."""
+    repo = make_repo(path, {name: "base\n"})
+    git(repo, "checkout", "-q", "-b", "side")
+    (repo / name).write_text("side\n")
+    git(repo, "commit", "-qam", "side")
+    git(repo, "checkout", "-q", "main")
+    (repo / name).write_text("main\n")
+    git(repo, "commit", "-qam", "main")
+    return repo

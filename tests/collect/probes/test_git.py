@@ -13,7 +13,16 @@ import pytest
 
 from relaxrepro.manifest.model import CAP_BYTES
 from tests.helpers.common import clean_env, fake_tool, generate, git, make_repo, run_cli, validate_manifest
-from tests.helpers.git import env_for, git_with_slow_diff, only, probe_doc, round_trip, status, stored_patch
+from tests.helpers.git import (
+    conflicting,
+    env_for,
+    git_with_slow_diff,
+    only,
+    probe_doc,
+    round_trip,
+    status,
+    stored_patch,
+)
 
 
 def test_clean_repo_has_commit_branch_and_no_patch(tmp_path, repo):
@@ -555,18 +564,6 @@ def test_git_diff_over_the_capture_limit_leaves_no_comparable_digest(tmp_path):
     assert status(doc) == "partial"
 
 
-def _conflicting(tmp_path):
-    """main and side both changed c.txt; HEAD on main."""
-    repo = make_repo(tmp_path / "repo", {"c.txt": "base\n"})
-    git(repo, "checkout", "-q", "-b", "side")
-    (repo / "c.txt").write_text("side\n")
-    git(repo, "commit", "-qam", "side")
-    git(repo, "checkout", "-q", "main")
-    (repo / "c.txt").write_text("main\n")
-    git(repo, "commit", "-qam", "main")
-    return repo
-
-
 def _stopped(repo, *args):
     with pytest.raises(subprocess.CalledProcessError):  # the conflict stops it half-way
         git(repo, *args)
@@ -574,7 +571,7 @@ def _stopped(repo, *args):
 
 @pytest.mark.parametrize("operation", ["merge", "rebase", "rebase-apply", "am", "cherry-pick", "revert", "bisect"])
 def test_operation_in_progress_is_recorded(tmp_path, operation):
-    repo = _conflicting(tmp_path)
+    repo = conflicting(tmp_path / "repo")
     if operation == "merge":
         _stopped(repo, "merge", "side")
     elif operation == "rebase":
@@ -598,7 +595,7 @@ def test_operation_in_progress_is_recorded(tmp_path, operation):
 
 
 def test_an_aborted_merge_leaves_no_operation(tmp_path):
-    repo = _conflicting(tmp_path)
+    repo = conflicting(tmp_path / "repo")
     _stopped(repo, "merge", "side")
     git(repo, "merge", "--abort")
     assert "operation" not in only(probe_doc(tmp_path, repo))
