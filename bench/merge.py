@@ -22,6 +22,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from relaxrepro.collect.context import Context  # noqa: E402
+from relaxrepro.collect.node import collect_fragment  # noqa: E402
 from relaxrepro.manifest import nodes as node  # noqa: E402
 
 XML = os.path.join(ROOT, "tests", "fixtures", "nvidia", "xml", "telegraf__a100-sxm4-v12.xml")
@@ -32,7 +33,7 @@ def make_fragments(tmp: str, n: int):
     with open(smi, "w") as fh:
         fh.write('#!/bin/sh\ncase "$*" in\n  "-q -x") /bin/cat %s ;;\n  *) exit 2 ;;\nesac\n' % XML)
     os.chmod(smi, 0o755)
-    base = node.collect_fragment(Context(env={"PATH": tmp}, root=tmp, options={"run_id": "bench"}))
+    base = collect_fragment(Context(env={"PATH": tmp}, root=tmp, options={"run_id": "bench"}))
     frags = []
     for i in range(n):
         f = copy.deepcopy(base)
