@@ -97,6 +97,8 @@ def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
     try:
         head, tail = read_ends(path, READ_LIMIT_BYTES, _HEAD, _TAIL)
         quick = _quick(head, fields, tail, whole=tail is None)
+        if quick is not None and _maybe_nonfinite(head, tail):
+            quick = None  # the strict reader refuses a bare NaN/Infinity with its dotted path, as check does
         if quick is None or "schema_version" not in quick or "run_id" not in quick:
             raw = head if tail is None else read_bytes(path, READ_LIMIT_BYTES)
             quick = None
@@ -111,6 +113,15 @@ def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
         return quick
     doc, _warnings = parse_manifest(raw)
     return {k: doc[k] for k in fields if k in doc}
+
+
+def _maybe_nonfinite(head: bytes, tail: Optional[bytes]) -> bool:
+    """Whether the bytes read may hold a bare ``NaN`` or ``Infinity`` (JSON has neither; Python writes them).
+
+    A substring test (microseconds); a string value that merely spells them costs one strict parse.
+    The middle of a file too large to read whole is not looked at: ``check`` and ``diff`` read it all.
+    """
+    return any(b"NaN" in part or b"Infinity" in part for part in (head, tail) if part)
 
 
 _BULK = frozenset({b"config", b"environment"})

@@ -106,12 +106,16 @@ def _hostile(runs: Path) -> None:
     (bad / "manifest_huge.json").write_bytes(huge.replace(b'"seed": 1', b'"seed": ' + b"7" * 5000))
     nan = writer.serialize(make_doc("N", outcome={"metrics": {"loss": 0.5}}, lineage={"group": "lr-sweep"}))
     (bad / "manifest_nan.json").write_bytes(nan.replace(b'"loss": 0.5', b'"loss": NaN'))
+    hidden = writer.serialize(make_doc("M", config={"resolved_args": {"lr": 0.5}}, lineage={"group": "lr-sweep"}))
+    (bad / "manifest_nan_args.json").write_bytes(hidden.replace(b'"lr": 0.5', b'"lr": -Infinity'))  # not shown
 
 
 _HOSTILE_LINES = [
     "runs/bad/manifest_huge.json: integer of 5000 digits is longer than the 4300 allowed in 'training.seed'",
     "runs/bad/manifest_nan.json: not valid JSON: NaN literal is not allowed (JSON has no NaN) in "
     "'outcome.metrics.loss'",
+    "runs/bad/manifest_nan_args.json: not valid JSON: -Infinity literal is not allowed (JSON has no -Infinity) in "
+    "'config.resolved_args.lr'",
     "runs/bad/manifest_x.json: not a regular file",
     "runs/bad/manifest_z.json: not a regular file",
 ]
@@ -126,7 +130,7 @@ def test_a_fifo_a_device_a_huge_integer_and_a_nan_are_unreadable_and_the_rest_st
     assert [line.split()[0] for line in lines[1:4]] == ["20251231_000000_ccccccc", "20260101_000000_aaaaaaa",
                                                           "20260102_000000_bbbbbbb"]
     assert lines[4:] == ["unreadable  " + line for line in _HOSTILE_LINES]
-    assert res.stderr == "relaxrepro ls: 4 of 7 manifests unreadable\n"
+    assert res.stderr == "relaxrepro ls: 5 of 8 manifests unreadable\n"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs FIFOs, /dev/zero")
