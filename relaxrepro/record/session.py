@@ -56,10 +56,16 @@ def unfound_parent(doc: Mapping[str, Any]) -> Optional[str]:
 
 def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optional[str] = None,
           redactor: Optional[Redactor] = None, env: Optional[Mapping[str, str]] = None) -> WriteResult:
-    """Write ``doc`` (see :func:`relaxrepro.manifest.writer.write`) and follow the run id it was written
-    under: a clash with an existing file takes a fresh one, and ``doc`` then says so too."""
+    """Write ``doc`` (see :func:`relaxrepro.manifest.writer.write`) into ``directory`` or at ``path`` (whose
+    folder is created with its parents) and follow the run id it was written under: a clash with an
+    existing file takes a fresh one, and ``doc`` then says so too."""
     from ..manifest import writer
 
+    if path is not None:  # --output runs/42/manifest.json: its folder is made as --output-dir's is
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError:
+            pass  # the write's warning names the reason
     result = writer.write(doc, directory=directory, path=path, redactor=redactor,
                           env=dict(env) if env is not None else None)
     if result.path is not None and path is None and result.run_id and result.run_id != doc.get("run_id"):

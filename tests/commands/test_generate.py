@@ -96,6 +96,17 @@ def test_output_dir_is_created_with_its_parents(tmp_path):
     validate_manifest(json.loads((tmp_path / res.stdout.strip()).read_text()))
 
 
+def test_output_file_gets_its_folder_created_too(tmp_path):
+    res = run_cli("generate", "--output", "runs/4243/m.json", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "runs/4243/m.json"
+    validate_manifest(json.loads((tmp_path / "runs/4243/m.json").read_text()))
+    (tmp_path / "file").write_text("")
+    res = run_cli("generate", "--output", "file/m.json", cwd=tmp_path)  # a folder that cannot be made
+    assert res.returncode == 0 and res.stdout == ""
+    assert "relaxrepro: warning: could not write" in res.stderr and "file/m.json" in res.stderr
+
+
 def test_node_report_creates_its_output_dir(tmp_path):
     res = run_cli("generate", "--node-report", "--run-id", "slurm-7", "--output-dir", str(tmp_path / "d" / "nodes"),
                   cwd=tmp_path)
