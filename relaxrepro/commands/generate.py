@@ -115,7 +115,7 @@ def _redactor(args: argparse.Namespace, env: dict, verb: str) -> object:
 
 def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     """``generate --node-report``: this node's fragment ``node_<name>.json``."""
-    from ..collect import node
+    from ..collect import assemble, node
     from ..collect.context import Context
     from ..manifest.nodes import fragment_filename
 
@@ -134,6 +134,8 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options,
                   redactor=redactor)
     frag = node.collect_fragment(ctx)  # redacted once, with this policy (its redacted_by)
+    for line in [] if args.quiet else assemble.probe_warnings(frag):
+        say("relaxrepro: warning: probe %s", line)  # a node missing its packages says so, as rank 0 does
     path = args.output or os.path.join(session.output_directory(args.output_dir, env), fragment_filename(frag))
     result = session.write(frag, path=path, env=env, redactor=redactor)  # so not redacted again
     for w in result.warnings:

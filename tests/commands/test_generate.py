@@ -236,6 +236,17 @@ def test_a_probe_that_is_not_ok_says_why_one_line_each(tmp_path):
     assert quiet.returncode == 0 and "probe" not in quiet.stderr and (tmp_path / "q.json").exists()
 
 
+def test_a_node_report_says_its_partial_probes_too(tmp_path):
+    args = ("generate", "--node-report", "--run-id", "n1", "--output-dir", str(tmp_path / "nodes"), "--python",
+            "/bin/false")
+    res = run_cli(*args, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines() == ["relaxrepro: warning: probe python partial: could not query /bin/false: false "
+                                       "-c import json, platform, sys; print(jso...: exit 1"]
+    quiet = run_cli(*args, "-q", "--run-id", "n2", cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == "" and len(os.listdir(tmp_path / "nodes")) == 2
+
+
 def test_a_hanging_python_is_said_not_only_recorded(tmp_path):
     hang = fake_tool(tmp_path / "bin", "python3", "exec /bin/sleep 30\n")
     res = run_cli("generate", "--output", str(tmp_path / "m.json"), "--python", str(hang), cwd=tmp_path)
