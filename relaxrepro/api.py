@@ -284,6 +284,8 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
 
                 path, why = adopt.write(outer, manifest, first=getattr(manifest, "path", None) != outer.path)
                 if path is not None:
+                    if why:
+                        log.warning("relaxrepro: %s", why)
                     manifest.path = path
                     return path
                 log.warning("relaxrepro: %s; writing a manifest of its own", why)

@@ -409,20 +409,24 @@ def replace_atomically(path: str, data: bytes) -> None:
             _unlink_quietly(tmp)
 
 
-def rewrite(path: str, doc: Dict[str, Any], extra_sidecars: Sequence[Tuple[str, bytes, int]] = ()) -> None:
+def rewrite(path: str, doc: Dict[str, Any], extra_sidecars: Sequence[Tuple[str, bytes, int]] = ()) -> List[str]:
     """Replace the manifest at ``path`` with ``doc`` (already redacted): fitted under the cap, the
     sidecars that fitting moves out (and ``extra_sidecars``: (name, body, mode)) written beside it
-    unless they exist already (written for this very run), then the file replaced atomically. Raises
-    OSError."""
-    data, _written, sidecars = fit(doc)
+    unless they exist already (written for this very run), then the file replaced atomically.
+
+    A moved-out patch that cannot be stored costs only itself, as in :func:`write` (marked ``not_stored``,
+    digests kept): the warnings for those are returned. Raises OSError when the manifest itself cannot be
+    replaced."""
+    data, written, sidecars = fit(doc)
     directory = os.path.dirname(os.path.abspath(path))
-    bodies = [(name, body, 0o644) for name, body in sorted(sidecars.items())] + list(extra_sidecars)
-    for name, body, mode in bodies:
+    data, written, lost = _store_sidecars(data, written, sidecars, {}, path, [], exist_ok=True)
+    for name, body, mode in extra_sidecars:
         try:
             write_exclusive(os.path.join(directory, name), body, mode=mode)
         except FileExistsError:
             pass
     replace_atomically(path, data)
+    return lost
 
 
 def _fsync_dir(directory: str) -> None:
@@ -547,12 +551,27 @@ def written_id(path: str) -> str:
     return name[len("manifest_"):-len(".json")] if name.startswith("manifest_") and name.endswith(".json") else name
 
 
+def _mark_not_stored(code: Dict[str, Any], name: str, exc: OSError, where: str, written: Dict[str, Any],
+                     lost: List[str]) -> None:
+    """The patch whose sidecar ``name`` could not be written: marked ``not_stored`` (its digests kept), noted."""
+    for repo in sorted(code):
+        patch = code[repo].get("patch") if isinstance(code[repo], dict) else None
+        if isinstance(patch, dict) and patch.get("sidecar") == name:
+            del patch["sidecar"]
+            patch["not_stored"] = os_error_reason(exc)
+            _note(written, _notes(written) + ["code.%s.patch not stored: %s" % (repo, patch["not_stored"])])
+            lost.append("patch of repo %s not stored: %s; the manifest keeps its sha256" % (
+                repo, describe_os_error(exc, where)))
+
+
 def _store_sidecars(data: bytes, written: Dict[str, Any], sidecars: Dict[str, bytes], private: Dict[str, bytes],
-                    target: str, stored: List[str]) -> Tuple[bytes, Dict[str, Any], List[str]]:
+                    target: str, stored: List[str], *, exist_ok: bool = False
+                    ) -> Tuple[bytes, Dict[str, Any], List[str]]:
     """Write the sidecars beside ``target`` (their paths appended to ``stored``). One that cannot be written
     (disk full, a file-size limit) does not cost the manifest: its patch is marked ``not_stored`` with the
     reason, its digests kept. Returns the manifest's (bytes, document) and a warning per sidecar lost;
-    raises FileExistsError on a clash (the caller takes another run id) and OSError only from refitting."""
+    raises FileExistsError on a clash (the caller takes another run id; with ``exist_ok``, a rewrite of this
+    very run, the file there is its own) and OSError only from refitting."""
     directory = os.path.dirname(os.path.abspath(target))
     code = written.get("code") if isinstance(written.get("code"), dict) else {}
     lost: List[str] = []
@@ -563,18 +582,17 @@ def _store_sidecars(data: bytes, written: Dict[str, Any], sidecars: Dict[str, by
             where = os.path.join(directory, name)
             try:
                 write_exclusive(where, body)
-            except FileExistsError:
-                raise
+            except FileExistsError as exc:
+                if not exist_ok:
+                    raise
+                if os.path.isfile(where):
+                    continue  # this run's own, written before
+                failed = True
+                _mark_not_stored(code, name, exc, where, written, lost)
+                continue
             except OSError as exc:
                 failed = True
-                for repo in sorted(code):
-                    patch = code[repo].get("patch") if isinstance(code[repo], dict) else None
-                    if isinstance(patch, dict) and patch.get("sidecar") == name:
-                        del patch["sidecar"]
-                        patch["not_stored"] = os_error_reason(exc)
-                        _note(written, _notes(written) + ["code.%s.patch not stored: %s" % (repo, patch["not_stored"])])
-                        lost.append("patch of repo %s not stored: %s; the manifest keeps its sha256" % (
-                            repo, describe_os_error(exc, where)))
+                _mark_not_stored(code, name, exc, where, written, lost)
                 continue
             stored.append(where)
         if not failed:

@@ -21,7 +21,7 @@ from ..manifest.model import ADOPT_LIMIT_BYTES, RUN_ID_ENV
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Mapping, Optional, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 ENV_MANIFEST = "RELAXREPRO_MANIFEST"
 
@@ -129,7 +129,8 @@ def fold(outer: Mapping[str, Any], inner: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def write(outer: Outer, inner: Mapping[str, Any], *, first: bool) -> Tuple[Optional[str], Optional[str]]:
-    """Fold ``inner`` into the manifest at ``outer.path`` and replace it atomically: (path, None) or (None, why).
+    """Fold ``inner`` into the manifest at ``outer.path`` and replace it atomically: (path, None), (path, what
+    was not stored) or (None, why).
 
     The file is read again here: ``relaxrepro run`` or an earlier write of the trainer may have
     changed it since. ``first``: this process has not written into it yet, so a file another
@@ -145,14 +146,15 @@ def write(outer: Outer, inner: Mapping[str, Any], *, first: bool) -> Tuple[Optio
     if first and _recorded_by_api(doc):
         return None, "could not record into %s: another process of run %s already did" % (path, outer.run_id)
     try:
-        _replace(path, outer.run_id, doc, inner)
+        lost = _replace(path, outer.run_id, doc, inner)
     except OSError as exc:
         return None, writer.describe_os_error(exc, path)
-    return path, None
+    return path, "; ".join(lost) or None  # written; a patch that could not be stored is said
 
 
-def _replace(path: str, run_id: str, doc: Dict[str, Any], inner: Mapping[str, Any]) -> None:
+def _replace(path: str, run_id: str, doc: Dict[str, Any], inner: Mapping[str, Any]) -> List[str]:
     private = dict(getattr(inner, "private_sidecars", None) or {})
     merged = redact.redact_document(fold(doc, inner), redact.policy_of(inner))
-    writer.rewrite(path, merged, [("manifest_%s.%s.private.patch" % (run_id, writer.safe_name(name)), body, 0o600)
-                                  for name, body in sorted(private.items())])
+    private_sidecars = [("manifest_%s.%s.private.patch" % (run_id, writer.safe_name(name)), body, 0o600)
+                        for name, body in sorted(private.items())]
+    return writer.rewrite(path, merged, private_sidecars)

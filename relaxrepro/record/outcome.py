@@ -86,8 +86,8 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
             doc = on_disk
         previous = doc.get("outcome")
         doc["outcome"] = dict(previous, **outcome) if isinstance(previous, dict) else dict(outcome)
-        writer.rewrite(path, doc)  # the outcome may tip it over the cap: then the patch moves out
-        return None
+        lost = writer.rewrite(path, doc)  # the outcome may tip it over the cap: then the patch moves out
+        return "; ".join(lost) or None
     except (OSError, ValueError) as exc:
         if isinstance(exc, reader.ReadError) and exc.os_error is not None:
             exc = exc.os_error  # the file could not be opened or read: worded as that OSError

@@ -65,3 +65,29 @@ def test_repo_names_with_slashes_make_flat_sidecar_names():
     doc = {"run_id": "r3", "code": {"top/third_party/lib": {"patch": {"text": "y" * 40000}}}}
     _data, _written, sidecars = writer.fit(doc)
     assert list(sidecars) == ["manifest_r3.top_third_party_lib.patch"]
+
+
+def test_a_rewrite_whose_patch_cannot_be_stored_keeps_the_manifest_and_says_so(tmp_path):
+    # Adding the outcome later tips the manifest over: the patch moves out, and its sidecar cannot be written
+    # (a directory sits at its name). The outcome is still added, the patch marked, the loss said.
+    text = "x" * (writer.INLINE_PATCH_BYTES + 1)
+    path = tmp_path / "manifest_r1.json"
+    path.write_text('{"run_id": "r1"}')
+    (tmp_path / "manifest_r1.big.patch").mkdir()
+    doc = {"schema_version": "1.0", "run_id": "r1", "outcome": {"status": "ok"},
+           "code": {"big": {"patch": {"text": text, "sha256": "a" * 64}}}}
+    lost = writer.rewrite(str(path), doc)
+    assert lost == ["patch of repo big not stored: could not write %s: already exists; the manifest keeps its "
+                    "sha256" % (tmp_path / "manifest_r1.big.patch")]
+    written = json.loads(path.read_text())
+    assert written["outcome"] == {"status": "ok"}
+    assert written["code"]["big"]["patch"] == {"inline": False, "not_stored": "already exists", "sha256": "a" * 64}
+
+
+def test_a_rewrite_keeps_the_sidecar_this_run_wrote_before(tmp_path):
+    text = "x" * (writer.INLINE_PATCH_BYTES + 1)
+    path = tmp_path / "manifest_r1.json"
+    path.write_text('{"run_id": "r1"}')
+    (tmp_path / "manifest_r1.big.patch").write_text(text)
+    assert writer.rewrite(str(path), {"run_id": "r1", "code": {"big": {"patch": {"text": text}}}}) == []
+    assert json.loads(path.read_text())["code"]["big"]["patch"]["sidecar"] == "manifest_r1.big.patch"
