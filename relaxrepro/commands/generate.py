@@ -61,6 +61,7 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
 
     from ..collect import assemble
     from ..collect.context import Context
+    from ..std import proc
 
     redactor = _redactor(args, env, verb)
     if redactor is None:
@@ -78,7 +79,8 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
         options["args_json"] = loaded
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none",
                   options={k: v for k, v in options.items() if v is not None}, redactor=redactor)
-    doc = assemble.build(ctx, run_id=args.run_id)
+    with proc.ending_all_on_termination():  # a job killed meanwhile leaves no tool of ours running
+        doc = assemble.build(ctx, run_id=args.run_id)
     rank = session.rank(env)
     if rank is not None:
         doc.setdefault("runtime", {})["rank"] = rank
@@ -118,6 +120,7 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
     from ..collect import assemble, node
     from ..collect.context import Context
     from ..manifest.nodes import fragment_filename
+    from ..std import proc
 
     run_id = args.run_id or node.run_id_from_env(env)
     if not valid_run_id(run_id):
@@ -133,7 +136,8 @@ def node_report(args: argparse.Namespace, env: dict, command: List[str]) -> int:
         options["python"] = args.python  # the training interpreter whose packages this node has
     ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=options,
                   redactor=redactor)
-    frag = node.collect_fragment(ctx)  # redacted once, with this policy (its redacted_by)
+    with proc.ending_all_on_termination():
+        frag = node.collect_fragment(ctx)  # redacted once, with this policy (its redacted_by)
     for line in [] if args.quiet else assemble.probe_warnings(frag):
         say("relaxrepro: warning: probe %s", line)  # a node missing its packages says so, as rank 0 does
     path = args.output or os.path.join(session.output_directory(args.output_dir, env), fragment_filename(frag))

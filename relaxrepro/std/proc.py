@@ -204,6 +204,35 @@ def end_all() -> int:
 atexit.register(end_all)
 
 
+class ending_all_on_termination:
+    """``with ending_all_on_termination(): ...``: a SIGTERM or SIGHUP meanwhile (a job's time limit, a closed
+    terminal) first ends every process group :func:`run` started, then kills us with that same signal, as
+    before. Without it the signal's default action skips atexit and leaves a hung tool running.
+
+    A signal the parent set to be ignored (``nohup``) stays ignored; only the main thread may set handlers.
+    """
+
+    def __enter__(self) -> ending_all_on_termination:
+        self._previous = {}
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for name in ("SIGTERM", "SIGHUP"):
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+                self._previous[sig] = signal.signal(sig, _end_all_and_die)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def _end_all_and_die(signum: int, _frame: object) -> None:
+    end_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
 def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[bytes]):
     import selectors
 

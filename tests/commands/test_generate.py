@@ -14,7 +14,17 @@ import pytest
 
 from relaxrepro.collect.probes.config import select_env
 from relaxrepro.manifest.model import CAP_BYTES
-from tests.helpers.common import MARKER_VAR, clean_env, fake_tool, generate, git, run_cli, survivors, validate_manifest
+from tests.helpers.common import (
+    MARKER_VAR,
+    clean_env,
+    fake_tool,
+    generate,
+    git,
+    marked_processes,
+    run_cli,
+    survivors,
+    validate_manifest,
+)
 from tests.helpers.gpu import fake_smi
 
 
@@ -392,4 +402,34 @@ def test_no_process_outlives_generate_when_a_probe_thread_is_abandoned(tmp_path)
                          env=clean_env(**{MARKER_VAR: marker}), capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     assert json.loads((tmp_path / "m.json").read_text())["collection"]["probes"]["stuck"]["status"] == "timeout"
+    assert survivors(marker) == []
+
+
+@needs_proc
+@pytest.mark.parametrize("how", ["generate", "node-report"])
+def test_a_generate_killed_by_sigterm_ends_the_tools_it_started(tmp_path, how):
+    # A job's time limit (SLURM sends SIGTERM) while nvidia-smi hangs: the tool must not outlive us.
+    import signal
+    import subprocess
+    import sys as _sys
+    import time
+
+    bindir = tmp_path / "bin"
+    fake_tool(bindir, "nvidia-smi", "/bin/sleep 1000\n")
+    marker = "%d-sigterm-%s" % (os.getpid(), how)
+    args = ["generate", "--output-dir", str(tmp_path / "out")] + (["--node-report", "--run-id", "n1"]
+                                                                   if how == "node-report" else [])
+    child = subprocess.Popen([_sys.executable, "-m", "relaxrepro"] + args, cwd=tmp_path,
+                             env=clean_env(PATH=str(bindir), **{MARKER_VAR: marker}),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while len(marked_processes(marker)) < 2 and time.monotonic() < deadline:  # us and the hung tool
+            time.sleep(0.02)
+        assert len(marked_processes(marker)) >= 2
+        child.send_signal(signal.SIGTERM)
+        child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == -signal.SIGTERM  # still dies of the signal, as a job's accounting expects
     assert survivors(marker) == []
