@@ -98,24 +98,30 @@ def run(
         result.error = "no time left in the collection budget"
         result.stdout = "" if text else b""
         return result
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            close_fds=True,
-            start_new_session=(os.name == "posix"),
-        )
-    except (OSError, ValueError) as exc:
-        result.error = _start_error(exc)
+    error = "not started: relaxrepro is ending"
+    with _LIVE_LOCK:  # starting and registering are one step: end_all never misses a group
+        proc = None
+        if not _ENDING[0]:
+            try:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    close_fds=True,
+                    start_new_session=(os.name == "posix"),
+                )
+            except (OSError, ValueError) as exc:
+                error = _start_error(exc)
+            else:
+                _LIVE[proc.pid] = proc
+    if proc is None:
+        result.error = error
         result.seconds = time.monotonic() - start
         result.stdout = "" if text else b""
         return result
-    with _LIVE_LOCK:
-        _LIVE[proc.pid] = proc
 
     if os.name == "posix":
         out, err, truncated, timed_out = _pump_posix(proc, start + timeout, max_output, stdin_data)
@@ -178,6 +184,8 @@ def _exited(proc: "subprocess.Popen[bytes]") -> bool:
 _LIVE: Dict[int, "subprocess.Popen[bytes]"] = {}
 """Groups started by :func:`run` and not yet ended, by pid: what :func:`end_all` kills."""
 _LIVE_LOCK = threading.Lock()
+_ENDING = [False]
+"""Set by :func:`end_all`: from then on :func:`run` starts nothing."""
 
 
 def _end(proc: "subprocess.Popen[bytes]") -> None:
@@ -187,15 +195,24 @@ def _end(proc: "subprocess.Popen[bytes]") -> None:
         _LIVE.pop(proc.pid, None)
 
 
-def end_all() -> int:
+def end_all(*, final: bool = True) -> int:
     """Kill every process group :func:`run` started that has not ended yet; how many.
 
     For the exits that skip a thread's own cleanup: a probe thread abandoned at the deadline is a
-    daemon, and ``os._exit`` (or interpreter shutdown) would leave its child running.
+    daemon, and ``os._exit`` (or interpreter shutdown, or a SIGTERM) would leave its child running.
+    ``final``: nothing may start afterwards either (a probe whose tool was just killed tries the next
+    one at once, on another thread).
     """
-    with _LIVE_LOCK:
+    # In a signal handler the interrupted main thread may hold the lock itself: wait a little, not forever.
+    locked = _LIVE_LOCK.acquire(timeout=2)
+    try:
+        if final:
+            _ENDING[0] = True
         live = list(_LIVE.values())
         _LIVE.clear()
+    finally:
+        if locked:
+            _LIVE_LOCK.release()
     for child in live:
         _kill_group(child)
     return len(live)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -10,7 +11,7 @@ import time
 import pytest
 
 from relaxrepro.std import proc
-from tests.helpers.common import MARKER_VAR, marked_processes, survivors
+from tests.helpers.common import MARKER_VAR, ROOT, marked_processes, survivors
 
 
 def test_captures_stdout_stderr_and_exit_code():
@@ -154,8 +155,19 @@ def test_end_all_kills_the_group_an_abandoned_thread_waits_on() -> None:
         if len(marked_processes(marker)) >= 3:  # the shell and both sleeps
             break
         time.sleep(0.05)
-    assert proc.end_all() >= 1
+    assert proc.end_all(final=False) >= 1  # final=False: this test process goes on starting tools
     t.join(30)
     assert not t.is_alive() and got[0].rc == -9 and not got[0].timed_out
     assert survivors(marker) == []
-    assert proc.end_all() == 0  # ended groups are forgotten
+    assert proc.end_all(final=False) == 0  # ended groups are forgotten
+
+
+def test_after_a_final_end_all_nothing_starts(tmp_path):
+    # A SIGTERM handler ends every group, while a probe whose tool was just killed tries the next one on
+    # another thread: that one must not start (it would outlive us). Run in a child: the flag is for good.
+    code = ("from relaxrepro.std import proc\n"
+            "proc.end_all()\n"
+            "r = proc.run(['/bin/echo', 'hi'], timeout=5)\n"
+            "print(r.rc, r.error, repr(r.stdout))\n")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert res.stdout == "None not started: relaxrepro is ending ''\n", res.stderr
