@@ -23,11 +23,14 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 CATEGORIES: Tuple[str, ...] = (
     "code", "training", "config", "env", "packages", "environment", "hardware", "runtime", "data", "seeds",
-    "other", "volatile",
+    "other", "unrecorded", "volatile",
 )
 """Display order: what most often explains a different result comes first."""
 
-_TITLES = {"env": "selected env", "volatile": "volatile (shown with --all)"}
+_TITLES = {"env": "selected env", "volatile": "volatile (shown with --all)",
+           "unrecorded": "not recorded on one side (shown with --all)"}
+_SHORT = {"env": "selected env", "unrecorded": "not recorded"}
+"""Category names in the summary line."""
 
 _VOLATILE_TOP = frozenset({"run_id", "generated_at", "schema_version", "collection"})
 _VOLATILE_KEYS = frozenset({"hostname", "job_id", "jobid", "array_job_id", "array_task_id", "step_id", "pid"})
@@ -48,10 +51,10 @@ class Change:
     A plain class, not a dataclass: ``dataclasses`` imports ``inspect``, a third of diff's start-up.
     """
 
-    __slots__ = ("category", "path", "kind", "old", "new", "extra", "volatile")
+    __slots__ = ("category", "path", "kind", "old", "new", "extra", "volatile", "unrecorded")
 
     def __init__(self, category: str, path: str, kind: str, old: Any = MISSING, new: Any = MISSING,
-                 extra: Optional[Dict[str, Any]] = None, volatile: bool = False) -> None:
+                 extra: Optional[Dict[str, Any]] = None, volatile: bool = False, unrecorded: bool = False) -> None:
         self.category = category
         self.path = path
         self.kind = kind
@@ -59,6 +62,8 @@ class Change:
         self.new = new
         self.extra: Dict[str, Any] = extra if extra is not None else {}
         self.volatile = volatile
+        self.unrecorded = unrecorded
+        """One side says nothing (absent, null, empty, a cwd of "."): not a difference unless --all."""
 
     def __repr__(self) -> str:
         return "Change(%r, %r, %r)" % (self.category, self.path, self.kind)
@@ -72,16 +77,20 @@ class Change:
         out.update(self.extra)
         if self.volatile:
             out["volatile"] = True
+        if self.unrecorded:
+            out["unrecorded"] = True
         return out
 
 
 # -- the comparison ---------------------------------------------------------------------------
 
 def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any], *, include_volatile: bool = False
-                   ) -> Tuple[List[Change], int]:
-    """Every difference between two documents, ordered; and how many volatile ones were hidden."""
+                   ) -> Tuple[List[Change], Dict[str, int]]:
+    """Every difference between two documents, ordered; and how many were hidden, by why
+    (``volatile``: run ids, times; ``unrecorded``: one side says nothing). ``include_volatile`` (--all)
+    shows both."""
     changes: List[Change] = []
-    changes.extend(_diff_code(old.get("code"), new.get("code")))
+    changes.extend(_diff_code(old, new))
     changes.extend(_diff_packages(old, new))
     per_node = _has_node_data(old) or _has_node_data(new)
     if per_node:
@@ -93,22 +102,54 @@ def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any], *, include_vo
     flat_old, flat_new = _flatten_doc(old, per_node), _flatten_doc(new, per_node)
     for path in sorted(set(flat_old) | set(flat_new)):
         a, b = flat_old.get(path, MISSING), flat_new.get(path, MISSING)
-        if a == b and type(a) is type(b):
+        if _same(a, b):
             continue
-        kind = "added" if a is MISSING else "removed" if b is MISSING else "changed"
-        changes.append(Change(_category(path), path, kind, a, b))
-    hidden = 0
+        changes.append(_change(_category(path), path, a, b))
+    hidden = {"volatile": 0, "unrecorded": 0}
     kept: List[Change] = []
     for c in changes:
         c.volatile = _is_volatile(c.path)
-        if c.volatile:
-            c.category = "volatile"
+        if c.volatile or c.unrecorded:
+            why = "volatile" if c.volatile else "unrecorded"
+            c.category = why
             if not include_volatile:
-                hidden += 1
+                hidden[why] += 1
                 continue
         kept.append(c)
     kept.sort(key=_order)
     return kept, hidden
+
+
+def _change(category: str, path: str, a: Any, b: Any) -> Change:
+    kind = "added" if a is MISSING else "removed" if b is MISSING else "changed"
+    return Change(category, path, kind, a, b, unrecorded=_not_recorded(path, a, b))
+
+
+_CWD = ("command.cwd", "command.working_directory")
+
+
+def _not_recorded(path: str, a: Any, b: Any) -> bool:
+    """Whether neither side says anything the other contradicts: absent vs null or empty (Relax writes
+    ``null`` for every field it looked for and did not find, relaxrepro leaves it out), or a working
+    directory of ``"."`` ("wherever it ran", as Relax always writes it) against any other."""
+    if _empty(a) and _empty(b):
+        return True
+    return path in _CWD and (a == "." or b == ".")
+
+
+def _empty(value: Any) -> bool:
+    return value is MISSING or value is None or (isinstance(value, (str, list, dict)) and not value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, the placeholders of both tools read alike (``<redacted>`` is ``***``, ``<home>`` is ``<HOME>``)."""
+    if a == b and type(a) is type(b):
+        return True
+    if isinstance(a, str) and isinstance(b, str):
+        return fields.placeholder_form(a) == fields.placeholder_form(b)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return all(_same(x, y) for x, y in zip(a, b))
+    return False
 
 
 def _order(c: Change) -> Tuple[Any, ...]:
@@ -175,23 +216,47 @@ def _flatten_doc(doc: Mapping[str, Any], per_node: bool = False) -> Dict[str, An
     for special in _SPECIAL[1:]:
         for path in [p for p in out if p == special or p.startswith(special + ".")]:
             del out[path]
+    if fields.is_relax(doc):
+        # The reader copied Relax's fields to relaxrepro's names and kept the originals: compare the copy only.
+        for path in [p for p in out if fields.relax_twin(doc, p)]:
+            del out[path]
     return out
 
 
-def _diff_code(old: Any, new: Any) -> List[Change]:
+def _pair_repos(old: Dict[str, Any], new: Dict[str, Any]) -> List[Tuple[Any, Any]]:
+    """Repository names of both sides, paired; ``relax`` and ``Relax`` are one repo when nothing else
+    could be (Relax names its checkout ``relax``, relaxrepro after the directory)."""
+    pairs = [(name, name) for name in old if name in new]
+    only_old = [n for n in old if n not in new]
+    only_new = [n for n in new if n not in old]
+    for name in only_old:
+        folded = str(name).casefold()
+        match = [n for n in only_new if str(n).casefold() == folded]
+        if len(match) == 1 and sum(str(n).casefold() == folded for n in old) == 1:
+            pairs.append((name, match[0]))
+            only_new.remove(match[0])
+        else:
+            pairs.append((name, MISSING))
+    pairs.extend((MISSING, n) for n in only_new)
+    return sorted(pairs, key=lambda p: str(p[1] if p[0] is MISSING else p[0]).casefold())
+
+
+def _diff_code(old_doc: Mapping[str, Any], new_doc: Mapping[str, Any]) -> List[Change]:
+    old = old_doc.get("code")
+    new = new_doc.get("code")
     old = old if isinstance(old, dict) else {}
     new = new if isinstance(new, dict) else {}
     out: List[Change] = []
-    for name in sorted(set(old) | set(new), key=str):
+    for name_a, name_b in _pair_repos(old, new):
+        name = name_b if name_a is MISSING else name_a
         base = "code.%s" % name
-        a, b = old.get(name, MISSING), new.get(name, MISSING)
-        if a is MISSING or b is MISSING:
-            repo = b if a is MISSING else a
-            out.append(Change("code", base, "added" if a is MISSING else "removed",
+        if name_a is MISSING or name_b is MISSING:
+            repo = new[name_b] if name_a is MISSING else old[name_a]
+            out.append(Change("code", base, "added" if name_a is MISSING else "removed",
                               extra={"commit": get(repo, "commit", None)}))
             continue
-        a = a if isinstance(a, dict) else {}
-        b = b if isinstance(b, dict) else {}
+        a = old[name_a] if isinstance(old[name_a], dict) else {}
+        b = new[name_b] if isinstance(new[name_b], dict) else {}
         patch = _diff_patch(a.get("patch"), b.get("patch"))
         if patch is not None:
             patch.path = base + ".patch"
@@ -200,21 +265,27 @@ def _diff_code(old: Any, new: Any) -> List[Change]:
         if untracked is not None:
             untracked.path = base + ".untracked"
             out.append(untracked)
-        flat_a: Dict[str, Any] = {}
-        flat_b: Dict[str, Any] = {}
-        for key in a:
-            if key not in ("patch", "untracked"):
-                flatten(a[key], "%s.%s" % (base, key), flat_a, skip=_SKIPPED, label_lists=True)
-        for key in b:
-            if key not in ("patch", "untracked"):
-                flatten(b[key], "%s.%s" % (base, key), flat_b, skip=_SKIPPED, label_lists=True)
+        flat_a = _flatten_repo(old_doc, name_a, a, base)
+        flat_b = _flatten_repo(new_doc, name_b, b, base)
         for path in sorted(set(flat_a) | set(flat_b)):
             x, y = flat_a.get(path, MISSING), flat_b.get(path, MISSING)
-            if x == y and type(x) is type(y):
+            if _same(x, y):
                 continue
-            out.append(Change("code", path, "added" if x is MISSING else "removed" if y is MISSING else "changed",
-                              x, y))
+            out.append(_change("code", path, x, y))
     return out
+
+
+def _flatten_repo(doc: Mapping[str, Any], name: Any, repo: Dict[str, Any], base: str) -> Dict[str, Any]:
+    """One repository's fields under ``base`` (the paired name), Relax's originals with a twin left out."""
+    flat: Dict[str, Any] = {}
+    relax = fields.is_relax(doc)
+    for key in repo:
+        if key in ("patch", "untracked"):
+            continue
+        if relax and fields.relax_twin(doc, "code.%s.%s" % (name, key)):
+            continue
+        flatten(repo[key], "%s.%s" % (base, key), flat, skip=_SKIPPED, label_lists=True)
+    return flat
 
 
 def _patch_digest(patch: Any) -> Optional[str]:
@@ -277,11 +348,16 @@ def _diff_packages(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[Chang
         which = pb if pa is None else pa
         return [Change("packages", "environment.packages", "added" if pa is None else "removed",
                        extra={"count": len(which or {})})]
+    # Relax looks up seven distributions only: another one it lacks was never looked for.
+    looked_a = None if not fields.is_relax(old) else fields.RELAX_PACKAGES
+    looked_b = None if not fields.is_relax(new) else fields.RELAX_PACKAGES
     out = []
     for name in sorted(set(pa) | set(pb)):
         a, b = pa.get(name, MISSING), pb.get(name, MISSING)
         if a == b:
             continue
+        unlooked = (a is MISSING and looked_a is not None and name not in looked_a) or (
+            b is MISSING and looked_b is not None and name not in looked_b)
         if a is MISSING:
             kind = "added"
         elif b is MISSING:
@@ -289,7 +365,7 @@ def _diff_packages(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[Chang
         else:
             order = fields.version_order(a, b)
             kind = "upgraded" if order > 0 else "downgraded" if order < 0 else "changed"
-        out.append(Change("packages", "environment.packages." + name, kind, a, b))
+        out.append(Change("packages", "environment.packages." + name, kind, a, b, unrecorded=unlooked))
     return out
 
 
@@ -299,18 +375,83 @@ _COLORS = {"added": "32", "removed": "31", "upgraded": "32", "downgraded": "31",
 _SIGNS = {"added": "+", "removed": "-", "upgraded": "^", "downgraded": "v", "changed": "~"}
 
 
+_WIDTH = 100
+"""How much of a value a line shows."""
+
+
 def _show(value: Any, path: str = "") -> str:
+    return safe_text(_text(value, path), _WIDTH)
+
+
+def _text(value: Any, path: str = "") -> str:
+    """A value whole, as one line will show it (JSON but for strings; a full commit as its 12 first)."""
     if value is MISSING:
         return "(absent)"
     if isinstance(value, str):
         if path.endswith(".commit") and re.match(r"^[0-9a-f]{40,64}$", value):
-            value = value[:12]
-        return safe_text(value, 100)
+            return value[:12]
+        return value
     try:
-        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError):
-        text = str(value)
-    return safe_text(text, 100)
+        return str(value)
+
+
+_CONTEXT = 2
+"""Unchanged list items, or twenty times as many characters, kept on each side of where two values differ."""
+
+
+def _show_pair(old: Any, new: Any, path: str) -> Tuple[str, str]:
+    """Both sides of a change; when either is too long to show whole, the part where they differ, so that
+    two argv differing in their tail never print the same cut-off text."""
+    if len(_text(old, path)) <= _WIDTH and len(_text(new, path)) <= _WIDTH:
+        return _show(old, path), _show(new, path)
+    if isinstance(old, list) and isinstance(new, list):
+        return _middle_items(old, new)
+    if isinstance(old, str) and isinstance(new, str):
+        return _middle_text(old, new)
+    return _show(old, path), _show(new, path)
+
+
+def _common_ends(a: Any, b: Any) -> Tuple[int, int]:
+    """How long the common head and the common tail of two sequences are (not overlapping)."""
+    limit = min(len(a), len(b))
+    head = 0
+    while head < limit and _same(a[head], b[head]):
+        head += 1
+    tail = 0
+    while tail < limit - head and _same(a[len(a) - 1 - tail], b[len(b) - 1 - tail]):
+        tail += 1
+    return head, tail
+
+
+def _middle_items(a: List[Any], b: List[Any]) -> Tuple[str, str]:
+    head, tail = _common_ends(a, b)
+    skip_head = max(head - _CONTEXT, 0)
+    skip_tail = max(tail - _CONTEXT, 0)
+
+    def part(items: List[Any]) -> str:
+        shown = items[skip_head:len(items) - skip_tail]
+        cells = [json.dumps(x, sort_keys=True, ensure_ascii=False) for x in shown]
+        if skip_head:
+            cells.insert(0, "...%d same" % skip_head)
+        if skip_tail:
+            cells.append("%d same..." % skip_tail)
+        return safe_text("[" + ", ".join(cells) + "]", _WIDTH)
+
+    return part(a), part(b)
+
+
+def _middle_text(a: str, b: str) -> Tuple[str, str]:
+    head, tail = _common_ends(a, b)
+    skip_head = max(head - 20 * _CONTEXT, 0)
+    skip_tail = max(tail - 20 * _CONTEXT, 0)
+
+    def part(text: str) -> str:
+        shown = text[skip_head:len(text) - skip_tail]
+        return safe_text(("..." if skip_head else "") + shown + ("..." if skip_tail else ""), _WIDTH)
+
+    return part(a), part(b)
 
 
 def _line(c: Change) -> str:
@@ -351,7 +492,7 @@ def _line(c: Change) -> str:
         return "%s  %s" % (label, _show(c.new, c.path))
     if c.kind == "removed":
         return "%s  %s" % (label, _show(c.old, c.path))
-    return "%s  %s -> %s" % (label, _show(c.old, c.path), _show(c.new, c.path))
+    return "%s  %s -> %s" % ((label,) + _show_pair(c.old, c.new, c.path))
 
 
 def _extra_note(c: Change) -> str:
@@ -362,7 +503,7 @@ def _extra_note(c: Change) -> str:
     return ""
 
 
-def render_text(changes: List[Change], hidden: int, *, color: bool = False) -> str:
+def render_text(changes: List[Change], hidden: Mapping[str, int], *, color: bool = False) -> str:
     """The terminal form: a title per category, one line per change, and a summary line."""
     def paint(text: str, what: str) -> str:
         return "\x1b[%sm%s\x1b[0m" % (_COLORS[what], text) if color else text
@@ -378,26 +519,33 @@ def render_text(changes: List[Change], hidden: int, *, color: bool = False) -> s
     return "\n".join(lines) + "\n"
 
 
-def summary_line(changes: List[Change], hidden: int = 0) -> str:
-    """One line: ``3 differences: code 1, packages 2`` (used by ``lineage`` too)."""
+def summary_line(changes: List[Change], hidden: Mapping[str, int]) -> str:
+    """One line: ``3 differences: code 1, packages 2`` and what was hidden."""
     counts: Dict[str, int] = {}
     for c in changes:
         counts[c.category] = counts.get(c.category, 0) + 1
-    note = " (%d volatile field%s hidden; --all shows them)" % (hidden, "" if hidden == 1 else "s") if hidden else ""
+    notes = []
+    volatile, unrecorded = hidden.get("volatile", 0), hidden.get("unrecorded", 0)
+    if volatile:
+        notes.append("%d volatile field%s hidden" % (volatile, "" if volatile == 1 else "s"))
+    if unrecorded:
+        notes.append("%d field%s not recorded on one side" % (unrecorded, "" if unrecorded == 1 else "s"))
+    note = " (%s; --all shows them)" % ", ".join(notes) if notes else ""
     if not changes:
         return "identical" + note
-    parts = ", ".join("%s %d" % (_TITLES.get(k, k), counts[k]) for k in CATEGORIES if k in counts)
+    parts = ", ".join("%s %d" % (_SHORT.get(k, k), counts[k]) for k in CATEGORIES if k in counts)
     return "%d difference%s: %s%s" % (len(changes), "" if len(changes) == 1 else "s", parts, note)
 
 
-def render_json(changes: List[Change], hidden: int, old_path: str, new_path: str,
+def render_json(changes: List[Change], hidden: Mapping[str, int], old_path: str, new_path: str,
                 old: Mapping[str, Any], new: Mapping[str, Any], warnings: List[str]) -> str:
     doc = {
         "identical": not changes,
         "old": {"path": old_path, "run_id": old.get("run_id")},
         "new": {"path": new_path, "run_id": new.get("run_id")},
         "changes": [c.as_json() for c in changes],
-        "hidden_volatile": hidden,
+        "hidden_volatile": hidden.get("volatile", 0),
+        "hidden_unrecorded": hidden.get("unrecorded", 0),
         "summary": summary_line(changes, hidden),
         "warnings": warnings,
     }

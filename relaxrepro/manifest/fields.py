@@ -14,8 +14,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Optional, Tuple
 
-PLACEHOLDERS: Tuple[str, ...] = ("<redacted>", "<HOME>", "<internal-host>", "<internal-address>")
-"""What redaction leaves in place of a value; ``***`` (a masked secret such as ``wand***``) is the other."""
+PLACEHOLDERS: Tuple[str, ...] = ("<redacted>", "<HOME>", "<internal-host>", "<internal-address>",
+                                 "<home>", "<host>", "<user>", "<slurm-nodes>")
+"""What redaction leaves in place of a value; ``***`` (a masked secret such as ``wand***``) is the other.
+The last four are Relax's (its ``<home>`` is our ``<HOME>``)."""
 
 MISSING = object()
 """Returned by :func:`get` when a field is absent (distinct from a recorded ``null``)."""
@@ -204,3 +206,135 @@ def python_version(doc: Any) -> Any:
     """The training interpreter's version: ``environment.python.version``, else the legacy flat field."""
     v = get(doc, "environment.python.version", None)
     return v if scalar(v) else get(doc, "environment.python_version", None)
+
+
+# -- Relax's own layout -------------------------------------------------------------------------
+# The Relax trainer shipped the RFC first (redai-infra/Relax, relax/utils/manifest.py, schema 1.0) and
+# records some facts under other names. The reader (manifest/reader.py) copies each to relaxrepro's name
+# and keeps the original beside it; the commands read the relaxrepro name and, for a document the reader
+# has not normalised, fall back to Relax's (:func:`recorded`); diff skips an original whose twin is there
+# (:func:`relax_twin`), so one fact is never counted twice.
+
+RELAX_ALIASES: Dict[str, str] = {
+    # Relax 1.0 (collect_manifest)
+    "command.working_directory": "command.cwd",
+    "config.arguments": "config.resolved_args",
+    "config.environment": "config.selected_env",
+    "environment.machine": "environment.system.arch",
+    "environment.os": "environment.system.os",
+    "environment.os_version": "environment.system.kernel",
+    "environment.cuda_version": "hardware.cuda_version",
+    "environment.nccl_version": "hardware.nccl_version",
+    "hardware.cpu_count": "hardware.cpu.logical_cpus",
+    "hardware.cpu_model": "hardware.cpu.model",
+    "hardware.memory_gb": "hardware.memory_total_gb",
+    "hardware.numa_nodes": "hardware.cpu.numa_nodes",
+    "runtime.slurm": "scheduler",
+    "runtime.parallel_topology": "training.parallel_topology",
+    "hostname": "environment.system.hostname",
+    "inputs": "data.inputs",
+    "code.*.untracked_files": "code.*.untracked",
+    "code.*.tracked_dirty": "code.*.dirty",  # Relax's dirty counts untracked files; relaxrepro's does not
+    # Relax's earlier writer (relax/utils/reproducibility.py, build_manifest)
+    "created_at": "generated_at",
+    "collection_duration_ms": "collection.seconds",
+    "environment.platform.machine": "environment.system.arch",
+    "environment.platform.system": "environment.system.os",
+    "environment.platform.release": "environment.system.kernel",
+    "environment.container_image": "container.image",
+    "hardware.memory_bytes": "hardware.memory_total_gb",
+    "runtime.topology": "training.parallel_topology",
+}
+"""Relax's field -> relaxrepro's field holding the same fact (``*``: any repository name). One table, shared
+by the reader that copies the values and the commands that must not count them twice."""
+
+RELAX_MARKS: Tuple[str, ...] = ("command.working_directory", "config.arguments", "config.environment",
+                                "created_at", "environment.machine", "environment.platform",
+                                "hardware.cpu_count", "hardware.memory_gb")
+"""Fields only Relax writes (relaxrepro never did, under any schema version): a document holding one is
+Relax's, whose other names (``environment.packages``: only its own seven packages) read differently."""
+
+RELAX_PACKAGES: Tuple[str, ...] = ("relax", "torch", "ray", "sglang", "transformers", "megatron-core", "numpy")
+"""The only distributions Relax looks up (its ``_PACKAGES``): another one missing from its
+``environment.packages`` was not recorded, not absent."""
+
+
+def is_relax(doc: Any) -> bool:
+    """Whether ``doc`` was written by Relax's implementation (holds a field only Relax writes)."""
+    return any(get(doc, mark) is not MISSING for mark in RELAX_MARKS)
+
+
+def _alias_match(path: str, source: str) -> Optional[Tuple[str, str]]:
+    """``(matched source, rest)`` when ``path`` is ``source`` or below it (``*`` matching one name)."""
+    if "*" not in source:
+        if path == source:
+            return source, ""
+        if path.startswith(source) and path[len(source)] in ".[":
+            return source, path[len(source):]
+        return None
+    head, _, tail = source.partition(".*.")
+    if not path.startswith(head + "."):
+        return None
+    name, dot, rest = path[len(head) + 1:].partition(".")
+    if not dot:
+        return None
+    found = _alias_match(rest, tail)
+    return ("%s.%s.%s" % (head, name, found[0]), found[1]) if found else None
+
+
+def relax_twin(doc: Any, path: str) -> Optional[str]:
+    """The relaxrepro field recorded in ``doc`` beside the Relax field at (or above) flat ``path``, or None.
+
+    ``config.arguments.lr`` in a document that also holds ``config.resolved_args`` has the twin
+    ``config.resolved_args``: the reader copied the one into the other, so only the copy is compared.
+    """
+    for source, target in RELAX_ALIASES.items():
+        found = _alias_match(path, source)
+        if found is None:
+            continue
+        if "*" in target:
+            name = found[0].split(".")[1]
+            target = target.replace("*", name, 1)
+        if get(doc, target) is not MISSING:
+            return target
+    return None
+
+
+def recorded(doc: Any, dotted: str, default: Any = MISSING) -> Any:
+    """The field at relaxrepro's name, else where Relax records the same fact (a document not normalised)."""
+    value = get(doc, dotted)
+    if value is not MISSING:
+        return value
+    for source, target in RELAX_ALIASES.items():
+        if target == dotted and "*" not in source:
+            value = get(doc, source)
+            if value is not MISSING:
+                return value
+    return default
+
+
+_SAME_PLACEHOLDER = (
+    ("<home>", "<HOME>"),
+    ("<host>", "<hidden-host>"), ("<internal-host>", "<hidden-host>"), ("<internal-address>", "<hidden-host>"),
+    ("<slurm-nodes>", "<hidden-host>"), ("<private-key>", "<redacted>"),
+)
+_MASK = re.compile(r"\S{0,4}\*\*\*")
+
+
+def placeholder_form(text: str) -> str:
+    """``text`` with every redaction placeholder of either tool spelled one way, to compare two values.
+
+    ``--api-key=wand***`` (ours) and ``--api-key=<redacted>`` (Relax's) hide the same kind of value, and
+    ``<home>/x`` is ``<HOME>/x``: nobody can say those differ. A hidden host is a hidden host, whichever
+    tool hid it and under which name.
+    """
+    if "<" not in text and "***" not in text:
+        return text
+    for old, new in _SAME_PLACEHOLDER:
+        text = text.replace(old, new)
+    return _MASK.sub("<redacted>", text) if "***" in text else text
+
+
+def canonical_home(text: str) -> str:
+    """Relax's ``<home>`` written as ours, ``<HOME>`` (what :func:`expand_home` and rerun resolve)."""
+    return text.replace("<home>", "<HOME>") if "<home>" in text else text
