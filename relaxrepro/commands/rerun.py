@@ -54,7 +54,7 @@ class Plan(Record):
     """Everything the replay would do, decided from the manifest and ``--set`` values."""
 
     _fields = ("argv", "env", "skipped_env", "cwd", "interpreter", "interpreter_version", "repos", "redacted",
-               "run_id", "home")
+               "run_id", "home", "cwd_here")
 
     def __init__(self, argv: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
                  skipped_env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
@@ -71,6 +71,8 @@ class Plan(Record):
         self.redacted: List[str] = [] if redacted is None else redacted
         """Values still holding a redaction placeholder, as ``where: value`` lines."""
         self.run_id = run_id
+        self.cwd_here = False
+        """The working directory was recorded as ``"."``: wherever the run was started (Relax)."""
         self.home = home
         """This machine's home, for the ``<HOME>`` left in the values above (None: unset, so unresolvable)."""
 
@@ -89,17 +91,22 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
     """Decide the replay. ``values`` are ``--set`` pairs; raises :class:`Refusal` on a bad one."""
     home = env.get("HOME") or None
     p = Plan(run_id=str(rec.get("run_id", "")), home=home if home and os.path.isabs(home) else None)
-    argv = _as_str_list(get(rec, "command.argv", None)) or []
-    cwd = scalar(get(rec, "command.cwd", None))
-    selected = get(rec, "config.selected_env", None)
-    recorded_env = {str(k): v if isinstance(v, str) else str(v) for k, v in selected.items()
+    # Relax's names too (command.working_directory, config.environment) for a document the reader left
+    # as it was; its <home> is our <HOME>, written "${HOME}" in the script and resolved by --confirm.
+    home_ = fields.canonical_home
+    argv = [home_(a) for a in _as_str_list(get(rec, "command.argv", None)) or []]
+    cwd = scalar(fields.recorded(rec, "command.cwd", None))
+    cwd = home_(cwd) if cwd else cwd
+    selected = fields.recorded(rec, "config.selected_env", None)
+    recorded_env = {str(k): home_(v if isinstance(v, str) else str(v)) for k, v in selected.items()
                     if v is not None} if isinstance(selected, dict) else {}
     exe = scalar(get(rec, "environment.python.executable", None))
+    exe = home_(exe) if exe else exe
     p.interpreter_version = scalar(get(rec, "environment.python.version", None)) or scalar(
         get(rec, "environment.python_version", None))
 
     # --set: placeholders are substituted everywhere first, then exact slots are filled.
-    substitutions = {k: v for k, v in values.items() if k in fields.PLACEHOLDERS or "***" in k}
+    substitutions = {home_(k): v for k, v in values.items() if k in fields.PLACEHOLDERS or "***" in k}
 
     def fill(text: str) -> str:
         for old, new in substitutions.items():
@@ -111,7 +118,7 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
     exe = fill(exe) if exe else exe
     recorded_env = {k: fill(v) for k, v in recorded_env.items()}
     for key, value in values.items():
-        if key in substitutions:
+        if home_(key) in substitutions:
             continue
         m = _ARGV_KEY.match(key)
         if m:
@@ -133,7 +140,8 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
 
     p.interpreter = exe
     p.argv = with_interpreter(argv, exe, lambda q: _is_tool(p.local(q)))
-    p.cwd = cwd
+    # "." is "wherever it ran" (Relax writes nothing else): the replay runs where it is started.
+    p.cwd, p.cwd_here = (None, True) if cwd == "." else (cwd, False)
     for name in sorted(recorded_env):
         value = recorded_env[name]
         if not _ENV_NAME.match(name):
@@ -149,11 +157,16 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
     if cwd and redacted(cwd):
         p.redacted.append("cwd: %s" % cwd)
 
-    for name, r in sorted(section(rec, "code").items(), key=lambda kv: str(kv[0])):
+    code = section(rec, "code")
+    for name, r in sorted(code.items(), key=lambda kv: str(kv[0])):
         r = r if isinstance(r, dict) else {}
         patch = r.get("patch") if isinstance(r.get("patch"), dict) else {}
         path = r.get("path") if isinstance(r.get("path"), str) and r.get("path") else None
-        p.repos.append(Repo(str(name), path, scalar(r.get("commit")), patch, r.get("dirty")))
+        if path is None and cwd == "." and len(code) == 1:
+            # Relax records its one checkout without a path, run from "." (where the replay runs too)
+            path = "."
+        p.repos.append(Repo(str(name), home_(path) if path else path, scalar(r.get("commit")), patch,
+                            r.get("dirty")))
     return p
 
 
@@ -268,6 +281,8 @@ def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
     out.append("")
     if p.cwd:
         out.append("cd %s" % _q(p.cwd))
+    elif p.cwd_here:
+        out.append('# (working directory recorded as ".": runs where this script is started)')
     else:
         out.append("# (no working directory recorded: runs where this script is started)")
     if p.argv:
@@ -286,6 +301,8 @@ def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
     if not repo.path or not repo.commit:
         lines.append("# (path or commit not recorded: cannot be verified)")
         return lines
+    if repo.path == ".":
+        lines.append('# (the run\'s repository, recorded in its working directory "."; checked where this runs)')
     fail = "relaxrepro: repo %s at %s is not at commit %s" % (safe_text(repo.name), safe_text(repo.path),
                                                                 safe_text(repo.commit))
     lines += [
