@@ -390,7 +390,7 @@ def _text(value: Any, path: str = "") -> str:
     if isinstance(value, str):
         if path.endswith(".commit") and re.match(r"^[0-9a-f]{40,64}$", value):
             return value[:12]
-        return value
+        return value or '""'
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError):
