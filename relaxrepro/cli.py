@@ -224,7 +224,9 @@ def _add_diff(sub: "argparse._SubParsersAction") -> None:
     dif.add_argument("old", metavar="OLD")
     dif.add_argument("new", metavar="NEW")
     dif.add_argument("--json", action="store_true", help="exact machine-readable output")
-    dif.add_argument("--all", action="store_true", help="also show volatile fields (run id, times, job ids)")
+    dif.add_argument("--all", action="store_true",
+                     help="also show volatile fields (run id, times, job ids) and fields one side does not "
+                          "record (absent vs null or empty, a cwd of \".\")")
 
 
 def _add_rerun(sub: "argparse._SubParsersAction") -> None:
