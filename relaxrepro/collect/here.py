@@ -13,10 +13,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+    from ..manifest.redact import Redactor
+
 
 def repo_paths(rec: Mapping[str, Any], overrides: Mapping[str, str], env: Mapping[str, str]
                ) -> Tuple[Dict[str, str], List[str]]:
-    """Where each recorded repo is on this machine: ``--repo`` first, else its recorded path."""
+    """Where each recorded repo is on this machine: ``--repo`` first, else its recorded path when it is
+    here, else the repo holding the recorded working directory (Relax records ``"."``: where ``check``
+    runs) when the recorded commit is in it."""
     home = env.get("HOME")
     out: Dict[str, str] = {}
     notes: List[str] = []
@@ -25,11 +29,51 @@ def repo_paths(rec: Mapping[str, Any], overrides: Mapping[str, str], env: Mappin
         if name not in repos:
             notes.append("--repo %s: the manifest records no repo of that name (it has: %s)"
                          % (name, ", ".join(sorted(map(str, repos))) or "none"))
+    unplaced = []
     for name, r in repos.items():
         path = overrides.get(name) or fields.resolve_home(get(r, "path", None), home)
         if path:
             out[str(name)] = os.path.abspath(os.path.expanduser(path))
+        if name not in overrides and not (path and os.path.isdir(path)):
+            unplaced.append(name)  # not found, unless the working directory's repo holds its commit
+    top = _cwd_repo(rec, home) if unplaced else None
+    if top is not None and top not in [p for n, p in out.items() if n not in unplaced]:
+        for name in sorted(unplaced, key=str):
+            commit = scalar(get(repos[name], "commit", None))
+            if commit and _has_commit(top, commit, env):
+                out[str(name)] = top
+                break
     return out, notes
+
+
+def _cwd_repo(rec: Mapping[str, Any], home: Optional[str]) -> Optional[str]:
+    """The top of the git repo holding the recorded working directory here (a relative one, Relax's
+    ``"."``, is relative to where we run), or None."""
+    from .gitfs import find_toplevel
+
+    cwd = fields.resolve_home(get(rec, "command.cwd", None), home)
+    if not cwd:
+        return None
+    try:
+        return find_toplevel(os.path.abspath(os.path.expanduser(cwd)))
+    except (OSError, ValueError):
+        return None
+
+
+def _has_commit(top: str, commit: str, env: Mapping[str, str]) -> bool:
+    """Whether the repo at ``top`` holds ``commit``: its HEAD (read from the files), else ``git cat-file``."""
+    from . import gitfs
+
+    gd = gitfs.locate(top)
+    if gd is not None and gitfs.read_head(gd).commit == commit:
+        return True
+    if not gitfs.is_sha(commit):  # never an option or a revision expression on git's command line
+        return False
+    from ..std import proc
+    from .probes.git import git_argv, git_env
+
+    res = proc.run(git_argv(top, "cat-file", "-e", commit + "^{commit}"), timeout=5.0, env=git_env(dict(env)))
+    return res.ok
 
 
 def closest_interpreter(recorded: str, version: Optional[str], env: Mapping[str, str]) -> Optional[str]:
@@ -102,7 +146,24 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
         if entry is not None:
             mapped[name] = entry
     here["code"] = mapped
+    _select_recorded_env(rec, here, env, ctx.redactor)
     return here, hints, notes
+
+
+def _select_recorded_env(rec: Mapping[str, Any], here: Dict[str, Any], env: Mapping[str, str],
+                        redactor: Redactor) -> None:
+    """Add to this machine's ``config.selected_env`` every variable the run recorded that our allow-list does
+    not pick (Relax records ``PYTHONPATH``, ``TOKENIZERS_PARALLELISM``...), redacted by the same policy: a
+    recorded variable is compared with its value here, never reported "unset" because we did not look."""
+    recorded = get(rec, "config.selected_env", None)
+    config = here.get("config")
+    if not isinstance(recorded, dict) or not isinstance(config, dict):
+        return
+    selected = dict(config.get("selected_env") or {})
+    for name in recorded:
+        if isinstance(name, str) and name not in selected and name in env:
+            selected[name] = redactor.text(env[name], key=name)
+    here["config"] = dict(config, selected_env=selected)
 
 
 def _choose_cwd(recorded_cwd: Optional[str], paths: Mapping[str, str]) -> str:

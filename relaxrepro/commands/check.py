@@ -13,7 +13,7 @@ import sys
 
 from ..std.text import safe_text, use_color
 from ._common import EXIT_USAGE, pairs, read_or_report
-from .check_rules import FAIL, INFO, NOT_RECORDED, PASS, WARN, Report, cell, compare_documents
+from .check_rules import FAIL, INFO, NOT_RECORDED, NOTHING, PASS, WARN, Report, cell, compare_documents
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -55,6 +55,9 @@ def render_table(report: Report, *, color: bool = False, strict: bool = False) -
 def summary_line(report: Report, *, strict: bool = False) -> str:
     counts = report.counts()
     verdict = report.verdict
+    if verdict == NOTHING:
+        return "nothing to compare: the manifest records none of the items check judges (%d not recorded)" % (
+            counts[NOT_RECORDED])
     meaning = {PASS: "compatible", WARN: "compatible, with warnings", FAIL: "not compatible"}[verdict]
     if strict and verdict == WARN:
         meaning = "fails under --strict"
@@ -77,7 +80,8 @@ def render_json(report: Report, path: str, *, strict: bool = False) -> str:
 
 def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, strict: bool = False,
             env: Optional[Mapping[str, str]] = None) -> int:
-    """The subcommand: 0 compatible, 1 any FAIL (``strict``: any WARN), 2 unreadable manifest."""
+    """The subcommand: 0 compatible, 1 any FAIL (``strict``: any WARN) or nothing to compare, 2 unreadable
+    manifest."""
     env = dict(os.environ if env is None else env)
     read = read_or_report("check", path)
     if read is None:

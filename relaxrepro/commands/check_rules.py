@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 PASS, WARN, FAIL, INFO, NOT_RECORDED = "PASS", "WARN", "FAIL", "INFO", "not recorded"
 VERDICTS = (FAIL, WARN, PASS, INFO, NOT_RECORDED)
+NOTHING = "NOTHING"
+"""The report's verdict when the manifest records nothing check can compare (``{"schema_version": "1.7",
+"cli_args": [...]}``): not PASS, since nothing was shown to match."""
+_ABOUT_THE_RECORD = ("run id", "node")  # rows that say which run and node, not whether this machine fits
 
 # Env vars that are bookkeeping, not computation: they differ from job to job by design.
 _INFO_ENV_NAMES = frozenset({
@@ -77,11 +81,13 @@ class Report(Record):
     @property
     def verdict(self) -> str:
         counts = self.counts()
+        if not any(i.verdict != NOT_RECORDED and i.item not in _ABOUT_THE_RECORD for i in self.items):
+            return NOTHING
         return FAIL if counts[FAIL] else WARN if counts[WARN] else PASS
 
     def exit_code(self, strict: bool = False) -> int:
         verdict = self.verdict
-        return EXIT_FAIL if verdict == FAIL or (strict and verdict == WARN) else EXIT_OK
+        return EXIT_FAIL if verdict in (FAIL, NOTHING) or (strict and verdict == WARN) else EXIT_OK
 
 
 # -- the pure judgement -------------------------------------------------------------------------
@@ -192,10 +198,12 @@ def _code_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
         label = "code %s" % name
         commit = scalar(r.get("commit"))
         if not isinstance(h, dict):
-            where = cell(r.get("path"))
+            where = scalar(r.get("path"))
+            note = ("no git repository at %s" % where if where else
+                    "no path recorded, and no repo holding this commit at the recorded working directory (%s)"
+                    % cell(get(rec, "command.cwd", None)))
             items.append(Item(label + " commit", cell(commit, True), "repo not found",
-                              FAIL if commit else NOT_RECORDED,
-                              "no git repository at %s; give --repo %s=PATH" % (where, name)))
+                              FAIL if commit else NOT_RECORDED, "%s; give --repo %s=PATH" % (note, name)))
             continue
         here_commit = scalar(h.get("commit"))
         if commit is None:
@@ -409,7 +417,10 @@ def _hardware_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Ite
         items.append(Item("gpu model", model, here_model,
                           PASS if model.strip().lower() == here_model.strip().lower() else FAIL))
     for key, label in (("gpu_count", "gpu count"), ("visible_gpu_count", "visible gpus")):
-        if key in r:
+        if key == "gpu_count" and r.get(key) == 0 and scalar(h.get(key)) is None and not h.get("gpus"):
+            # The run used no GPU, and none was found here (no tool answered): nothing is missing.
+            items.append(Item(label, "0", "none found", PASS))
+        elif key in r:
             items.append(_equal_item(label, r.get(key), h.get(key), WARN))
     if "gpu_memory_gb" in r:
         items.append(_equal_item("gpu memory (GB)", r.get("gpu_memory_gb"), h.get("gpu_memory_gb"), INFO,
@@ -446,13 +457,16 @@ def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
     if not isinstance(h, dict):
         return [Item("seeds", "recorded", "-", WARN, "seeds and determinism switches not collected here")]
     items: List[Item] = []
-    for key in sorted(k for k in r if k not in ("switches", "missing", "bit_reproducible")):
-        if isinstance(r[key], (dict, list)):
-            continue
-        items.append(_equal_item("seed " + key, r[key], h.get(key), WARN))
-    rs, hs = r.get("switches"), h.get("switches")
-    rs = rs if isinstance(rs, dict) else {}
-    hs = hs if isinstance(hs, dict) else {}
+    # Seeds are top-level scalars in 1.0 manifests and under ``values`` since (Relax's ``config.arguments.seed``
+    # is read as the latter); the switches are ``switches`` in 1.0 and ``env`` since.
+    rv, hv = _seed_values(r), _seed_values(h)
+    for key in sorted(rv, key=str):
+        # Missing here is information: the seed comes with the command rerun, not with this machine.
+        items.append(_equal_item("seed " + key, rv[key], hv.get(key), WARN, missing_here=INFO))
+    rs, hs = _switches(r), _switches(h)
+    if rs is None:  # not recorded: a switch set here is no difference from the run
+        rs = hs = {}
+    hs = hs if hs is not None else {}
     for key in sorted(set(rs) | set(hs)):
         a, b = rs.get(key, MISSING), hs.get(key, MISSING)
         if a == b:
@@ -465,6 +479,25 @@ def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
         note = ", ".join(str(m) for m in missing)[:200] if isinstance(missing, list) else ""
         items.append(Item("bit reproducible", "no", "-", INFO, ("missing: " + note) if note else ""))
     return items
+
+
+def _seed_values(seeds: Mapping[str, Any]) -> Dict[str, Any]:
+    values = seeds.get("values")
+    out = {str(k): v for k, v in values.items() if not isinstance(v, (dict, list))} if isinstance(values, dict) else {}
+    for key, value in seeds.items():
+        if key not in _SEED_SECTION_KEYS and not isinstance(value, (dict, list)):
+            out.setdefault(str(key), value)
+    return out
+
+
+_SEED_SECTION_KEYS = ("switches", "env", "flags", "torch", "values", "missing", "bit_reproducible")
+
+
+def _switches(seeds: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    for key in ("switches", "env"):
+        if isinstance(seeds.get(key), dict):
+            return seeds[key]
+    return None
 
 
 def _env_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
@@ -495,23 +528,23 @@ def _env_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
 
 
 def _config_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
-    files = get(rec, "config.files", None)
-    if not isinstance(files, list) or not files:
+    files = fields.config_files(rec)
+    if not files:
         return []
-    current = get(here, "config.files", None)
-    by_path = {}
-    if isinstance(current, list):
-        by_path = {f.get("path"): f for f in current if isinstance(f, dict)}
+    current = fields.config_files(here)
+    by_path = current or {}
     items = []
-    for f in files:
-        if not isinstance(f, dict) or not scalar(f.get("path")):
-            continue
-        label = "config " + str(f["path"])
+    for path in sorted(files):
+        f = files[path]
+        label = "config " + path
         digest = scalar(f.get("sha256"))
-        g = by_path.get(f["path"])
+        g = by_path.get(path)
         here_digest = scalar(g.get("sha256")) if isinstance(g, dict) else None
         if digest is None:
             items.append(Item(label, "-", cell(here_digest, True), NOT_RECORDED))
+        elif fields.redacted_parts(digest):  # Relax's redaction can eat into a digest ("<internal-host>abfe…")
+            items.append(Item(label, digest[:24], cell(here_digest, True), INFO,
+                              "recorded digest redacted: cannot compare"))
         elif here_digest is None:
             items.append(Item(label, digest[:12], "-", WARN, "not found here" if current is not None
                               else "config files not collected here"))
@@ -574,7 +607,13 @@ def _runtime_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item
         items.append(_equal_item("runtime mode", r.get("mode"), h.get("mode"), WARN, missing_here=INFO))
     if scalar(r.get("node_count")):
         items.append(_equal_item("nodes", r.get("node_count"), h.get("node_count"), WARN, missing_here=INFO))
-    job = get(rec, "scheduler.slurm.job_id", None)
+    job = _slurm_job(rec)
     if scalar(job):
-        items.append(Item("slurm job", cell(job), cell(get(here, "scheduler.slurm.job_id", None)), INFO))
+        items.append(Item("slurm job", cell(job), cell(_slurm_job(here)), INFO))
     return items
+
+
+def _slurm_job(doc: Mapping[str, Any]) -> Any:
+    """The SLURM job id: ``scheduler.job_id`` as the scheduler probe writes it, ``scheduler.slurm.job_id`` in 1.0."""
+    job = get(doc, "scheduler.job_id", None)
+    return job if scalar(job) else get(doc, "scheduler.slurm.job_id", None)

@@ -12,12 +12,19 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-PLACEHOLDERS: Tuple[str, ...] = ("<redacted>", "<HOME>", "<internal-host>", "<internal-address>",
-                                 "<home>", "<host>", "<user>", "<slurm-nodes>")
-"""What redaction leaves in place of a value; ``***`` (a masked secret such as ``wand***``) is the other.
-The last four are Relax's (its ``<home>`` is our ``<HOME>``)."""
+HOME_PLACEHOLDERS: Tuple[str, ...] = ("<HOME>", "<home>")
+"""Redaction's stand-ins for a home directory: ours, then the Relax trainer's (its ``relax/utils/manifest.py``
+writes ``<home>``). Each means "this machine's home" wherever a recorded path is resolved."""
+
+PLACEHOLDERS: Tuple[str, ...] = HOME_PLACEHOLDERS + (
+    "<redacted>", "<internal-host>", "<internal-address>", "<user>", "<private-key>",
+    # Relax's own spellings (it writes <redacted>, <home>, <internal-host> too):
+    "<host>", "<slurm-nodes>",
+)
+"""What redaction leaves in place of a value, by either tool; ``***`` (a masked secret such as ``wand***``)
+is the other. The one list every reader asks "was this value redacted?"."""
 
 MISSING = object()
 """Returned by :func:`get` when a field is absent (distinct from a recorded ``null``)."""
@@ -83,6 +90,53 @@ def packages(doc: Any) -> Optional[Dict[str, str]]:
                 if version and isinstance(name, str):
                     found[norm_package(name)] = version
     return found
+
+
+def config_files(doc: Any) -> Optional[Dict[str, Dict[str, Any]]]:
+    """``config.files`` by path, each an object with ``sha256`` where one is known; None when not recorded.
+
+    Three forms are read: relaxrepro's earlier list of ``{path, sha256, size, ...}``, the object keyed by
+    path that Relax writes (``{path: digest}``, the form its schema requires) and that object with an
+    object per path. A digest's ``sha256:`` prefix is dropped, so the forms compare equal.
+    """
+    files = get(doc, "config.files", None)
+    out: Dict[str, Dict[str, Any]] = {}
+    if isinstance(files, list):
+        for f in files:
+            if isinstance(f, dict) and scalar(f.get("path")):
+                out[str(f["path"])] = dict(f)
+    elif isinstance(files, dict):
+        for path, f in files.items():
+            out[str(path)] = dict(f) if isinstance(f, dict) else {"sha256": f}
+    else:
+        return None
+    for entry in out.values():
+        digest = scalar(entry.get("sha256"))
+        if digest is not None and digest.startswith("sha256:"):
+            entry["sha256"] = digest[len("sha256:"):]
+    return out
+
+
+# -- seeds --------------------------------------------------------------------------------------
+
+SEED_KEYS: Tuple[str, ...] = ("seed", "random_seed", "data_seed", "rng_seed", "manual_seed")
+"""Argument names that are seeds, as are ``*_seed``: the seeds deriver and the reader of Relax's
+``config.arguments`` pick them out by the same rule."""
+
+
+def find_seeds(args: Mapping[str, Any], prefix: str = "", depth: int = 0) -> Dict[str, Any]:
+    """Every ``seed``/``random_seed``/``*_seed`` value in the args (nested keys dotted)."""
+    out: Dict[str, Any] = {}
+    if depth > 8:
+        return out
+    for key, value in args.items():
+        name = prefix + str(key)
+        leaf = str(key).split(".")[-1].lower().replace("-", "_")
+        if isinstance(value, dict):
+            out.update(find_seeds(value, name + ".", depth + 1))
+        elif (leaf in SEED_KEYS or leaf.endswith("_seed")) and not isinstance(value, (list, dict)):
+            out[name] = value
+    return out
 
 
 # -- versions -----------------------------------------------------------------------------------
@@ -164,14 +218,25 @@ def redacted_parts(value: Any) -> List[str]:
     return found
 
 
+def home_prefix(path: Any) -> Optional[str]:
+    """The home placeholder ``path`` starts with (``<HOME>`` or Relax's ``<home>``, alone or before a
+    ``/``), or None."""
+    if isinstance(path, str):
+        for mark in HOME_PLACEHOLDERS:
+            if path == mark or path.startswith(mark + "/"):
+                return mark
+    return None
+
+
 def resolve_home(path: Any, home: Optional[str]) -> Optional[str]:
-    """A recorded path with a leading ``<HOME>`` resolved against this machine's home."""
+    """A recorded path with a leading ``<HOME>`` (or ``<home>``) resolved against this machine's home."""
     if not isinstance(path, str) or not path:
         return None
-    if path == "<HOME>" or path.startswith("<HOME>/"):
+    mark = home_prefix(path)
+    if mark is not None:
         if not home:
             return None
-        return home.rstrip("/") + path[len("<HOME>"):]
+        return home.rstrip("/") + path[len(mark):]
     return path
 
 
@@ -195,11 +260,14 @@ def patch_digest(patch: Any) -> Optional[str]:
 
 
 def expand_home(value: str, home: Optional[str]) -> str:
-    """``value`` with every ``<HOME>`` (redaction's stand-in for a home directory, anywhere in an argument
-    such as ``--data=<HOME>/d``) replaced by ``home``; unchanged without a home."""
-    if not home or "<HOME>" not in value:
+    """``value`` with every ``<HOME>`` or ``<home>`` (redaction's stand-in for a home directory, anywhere in
+    an argument such as ``--data=<HOME>/d``) replaced by ``home``; unchanged without a home."""
+    if not home:
         return value
-    return value.replace("<HOME>", home.rstrip("/") or "/")
+    for mark in HOME_PLACEHOLDERS:
+        if mark in value:
+            value = value.replace(mark, home.rstrip("/") or "/")
+    return value
 
 
 def python_version(doc: Any) -> Any:

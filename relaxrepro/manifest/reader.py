@@ -396,12 +396,15 @@ _LEGACY_FLAT = ("experiment_name", "git_commit", "has_uncommitted_changes", "pyt
 
 
 def normalize_legacy(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
-    """Bring old forms to v1: ``cli_args`` and the flat records simple trackers write.
+    """Bring old and foreign forms to v1: ``cli_args``, the flat records simple trackers write, and the
+    Relax trainer's layouts (:func:`_from_relax`).
 
     Returns a new document and the warnings that say what was converted.
     """
     warnings: List[str] = []
     doc = dict(doc)
+    if "schema_version" in doc:
+        doc = _from_relax(doc, warnings)
     if "cli_args" in doc and "schema_version" in doc:
         argv = doc.pop("cli_args")
         command = dict(doc.get("command") or {})
@@ -457,3 +460,107 @@ def _from_flat(flat: Dict[str, Any]) -> Dict[str, Any]:
     if rest:
         doc["legacy"] = rest
     return doc
+
+
+# -- the Relax trainer's layouts ------------------------------------------------------------------
+# The RFC was first shipped inside the Relax trainer (redai-infra/Relax, relax/utils/manifest.py, schema 1.0),
+# under field names of its own; its earlier writer (relax/utils/reproducibility.py) kept ``code`` flat. Its
+# users hold thousands of such manifests, and the RFC promises that every 1.x document reads: each Relax
+# field is given under relaxrepro's name too (fields.RELAX_ALIASES, the one table, which diff reads to skip
+# the originals), beside the original (kept, as every unknown field is). Only a name the document does not
+# already use is filled, so a relaxrepro manifest reads exactly as written. Seed arguments go to
+# ``seeds.values`` (fields.find_seeds).
+
+def _from_relax(doc: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
+    """``doc`` (a shallow copy) with the Relax fields it holds given under relaxrepro's names as well."""
+    code = doc.get("code")
+    if isinstance(code, dict) and any(k in code and not isinstance(code[k], dict) for k in _RELAX_FLAT_CODE):
+        name = code.get("repository") if isinstance(code.get("repository"), str) and code["repository"] else "main"
+        doc["code"] = {name: dict(code)}
+        warnings.append("Relax's earlier flat code (commit, branch, dirty, repository) read as code.%s" % name)
+    from .fields import RELAX_ALIASES, find_seeds
+
+    # The earlier writer's environment.python is a version string (ours is an object): not in the shared
+    # table, which would have diff skip our own environment.python.* as its twin.
+    for source, target in list(RELAX_ALIASES.items()) + [("environment.python", "environment.python_version")]:
+        if "*" not in source:
+            value = _convert(source, _at(doc, source))
+            if value is not None:
+                _fill(doc, target, value)
+    code = doc.get("code")
+    if isinstance(code, dict) and any(isinstance(r, dict) and isinstance(r.get("untracked_files"), list)
+                                      and "untracked" not in r for r in code.values()):
+        doc["code"] = code = dict(code)
+        for name, repo in code.items():
+            files = repo.get("untracked_files") if isinstance(repo, dict) else None
+            if isinstance(files, list) and "untracked" not in repo:
+                untracked = {"count": len(files), "files": [str(f) for f in files], "truncated": False}
+                code[name] = dict(repo, untracked=untracked)
+    args = _at(doc, "config.arguments")
+    if isinstance(args, dict) and "seeds" not in doc:
+        seeds = find_seeds(args)
+        if seeds:
+            doc["seeds"] = {"values": seeds}
+    return doc
+
+
+_RELAX_FLAT_CODE = ("commit", "branch", "dirty", "repository")
+
+
+def _at(doc: Any, dotted: str) -> Any:
+    """``doc`` at ``dotted``, or None."""
+    node = doc
+    for part in dotted.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node
+
+
+def _convert(source: str, value: Any) -> Any:
+    """A Relax value in relaxrepro's unit and shape; None when there is nothing to give (null, an odd type)."""
+    if value is None or value == "" or value == []:
+        return None  # nothing recorded: nothing to give under our name (an empty map is: "none of them set")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if source == "hardware.memory_bytes":
+        return round(value / 2**30, 2) if number else None
+    if source == "collection_duration_ms":
+        return round(value / 1000.0, 4) if number else None
+    if source == "environment.python":
+        return value if isinstance(value, str) else None
+    if source == "runtime.slurm":
+        if not isinstance(value, dict):
+            return None
+        out = {"type": "slurm"}
+        for k, v in value.items():  # job_id, partition, nodelist: our names; counts are numbers here
+            out[k] = int(v) if k in _SLURM_COUNTS and isinstance(v, str) and v.isdigit() else v
+        return out
+    return _copy(value)
+
+
+_SLURM_COUNTS = ("node_count", "ntasks", "cpus_per_task", "procid", "localid")
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _fill(doc: Dict[str, Any], dotted: str, value: Any) -> bool:
+    """Set ``dotted`` unless the document already has it (or a step of it is not an object)."""
+    parts = dotted.split(".")
+    node = doc
+    for part in parts[:-1]:
+        child = node.get(part)
+        if child is not None and not isinstance(child, dict):
+            return False
+        # each object on the way is copied: the document the caller passed is never changed
+        child = node[part] = dict(child or {})
+        node = child
+    if node.get(parts[-1]) is not None:
+        return False
+    node[parts[-1]] = value
+    return True

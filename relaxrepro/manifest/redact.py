@@ -27,6 +27,7 @@ import os
 import re
 
 from ..std.lazy_re import LazyPattern
+from .fields import HOME_PLACEHOLDERS, PLACEHOLDERS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -46,7 +47,8 @@ RULES = (
 )
 """Every rule name that can appear under ``collection.redactions``."""
 
-_PLACEHOLDERS = (HOME, INTERNAL_HOST, INTERNAL_ADDRESS, USER, REDACTED, PRIVATE_KEY)
+_PLACEHOLDERS = PLACEHOLDERS
+"""Ours and Relax's (fields.PLACEHOLDERS, the one list): a value already redacted by either tool stays as it is."""
 
 
 def machine_hostname() -> Optional[str]:
@@ -200,9 +202,12 @@ def _is_inert(value: str) -> bool:
     return " " in v and all(map(_is_inert, v.split()))  # "Bearer ***", "${A} ${B}"
 
 
+_HOME_DIRS = tuple(mark + "/" for mark in HOME_PLACEHOLDERS)
+
+
 def _is_path(value: str) -> bool:
     # ``--ssh-key ~/.ssh/id_ed25519``, ``credentials: /etc/creds.json``: where a secret lives, not the secret.
-    return " " not in value and value.startswith(("/", "~/", "./", "../", HOME + "/")) and "://" not in value
+    return " " not in value and value.startswith(("/", "~/", "./", "../") + _HOME_DIRS) and "://" not in value
 
 
 def _looks_credential(value: str) -> bool:

@@ -112,8 +112,10 @@ def test_absent_items_are_not_recorded_never_pass():
     for item in ("code", "python", "packages", "cuda", "gpu model", "driver", "nccl", "cudnn", "seeds",
                  "selected env"):
         assert shown[item].verdict == check_rules.NOT_RECORDED, item
-    assert check.render_table(check_rules.Report(items=items)).splitlines()[-1] == (
-        "PASS (compatible): 0 FAIL, 0 WARN, 0 PASS, 1 INFO, 11 not recorded")
+    report = check_rules.Report(items=items)
+    assert check.render_table(report).splitlines()[-1] == (  # never "PASS (compatible)": nothing was shown to match
+        "nothing to compare: the manifest records none of the items check judges (11 not recorded)")
+    assert (report.verdict, report.exit_code()) == ("NOTHING", 1)
 
 
 def test_missing_here_is_a_warning_not_a_pass():

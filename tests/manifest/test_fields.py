@@ -50,6 +50,11 @@ def test_packages_normalises_names_and_tells_absent_from_empty():
     ("<HOME>/proj/train.py", ["<HOME>"]),
     ("http://<internal-host>:8265", ["<internal-host>"]),
     ("<redacted>", ["<redacted>"]),
+    # Relax's spellings (relax/utils/manifest.py) are redacted values too
+    ("<home>/models/qwen", ["<home>"]),
+    ("<host>", ["<host>"]),
+    ("<user>", ["<user>"]),
+    ("<slurm-nodes>", ["<slurm-nodes>"]),
     ("--lr=3e-4", []),
     (42, []),
 ])
@@ -63,6 +68,38 @@ def test_resolve_home():
     assert compare.resolve_home("/abs", "/home/me") == "/abs"
     assert compare.resolve_home("<HOME>/proj", None) is None
     assert compare.resolve_home(["odd"], "/h") is None
+
+
+def test_relax_home_is_home():
+    assert compare.resolve_home("<home>/models/qwen", "/home/me") == "/home/me/models/qwen"
+    assert compare.resolve_home("<home>", "/home/me") == "/home/me"
+    assert compare.resolve_home("<homely>/x", "/home/me") == "<homely>/x"
+    assert compare.expand_home("--hf=<home>/m,<HOME>/n", "/home/me") == "--hf=/home/me/m,/home/me/n"
+
+
+def test_redaction_leaves_either_tools_placeholder_as_it_is():
+    from relaxrepro.manifest.redact import Redactor
+
+    r = Redactor(home="/home/me", hostname="gpu-node-17", user="me", extra_patterns=["host", "slurm", "home"])
+    for value in ("<home>/models/qwen", "<host>", "<slurm-nodes>", "<HOME>/x"):
+        assert r.text(value) == value
+
+
+@pytest.mark.parametrize("files", [
+    [{"path": "conf/a.yaml", "sha256": "ab" * 32, "size": 3}],    # relaxrepro 1.1: a list
+    {"conf/a.yaml": "ab" * 32},                                     # Relax: path -> digest
+    {"conf/a.yaml": "sha256:" + "ab" * 32},
+    {"conf/a.yaml": {"sha256": "ab" * 32, "size": 3}},              # path -> object
+], ids=["list", "relax-object", "prefixed-digest", "object-of-objects"])
+def test_config_files_read_in_every_form(files):
+    got = compare.config_files({"config": {"files": files}})
+    assert list(got) == ["conf/a.yaml"] and got["conf/a.yaml"]["sha256"] == "ab" * 32
+
+
+def test_config_files_not_recorded():
+    assert compare.config_files({"config": {}}) is None
+    assert compare.config_files({"config": {"files": "odd"}}) is None
+    assert compare.config_files({"config": {"files": {}}}) == {}
 
 
 def test_expand_home_anywhere_in_a_value():

@@ -78,5 +78,5 @@ def test_placeholder_form_spells_both_tools_alike(a, b, same):
 
 def test_relax_placeholders_are_redaction_placeholders():
     assert fields.redacted_parts("--data=<home>/d <slurm-nodes> <user> <host>") == [
-        "<home>", "<host>", "<user>", "<slurm-nodes>"]
+        "<home>", "<user>", "<host>", "<slurm-nodes>"]
     assert fields.canonical_home("<home>/a:<home>/b") == "<HOME>/a:<HOME>/b"

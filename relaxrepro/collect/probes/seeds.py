@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from ...manifest.fields import find_seeds
 from ..context import Context
 from ..runner import Outcome
 
@@ -17,7 +18,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Mapping, Optional
 
-SEED_KEYS = ("seed", "random_seed", "data_seed", "rng_seed", "manual_seed")
 ENV_SWITCHES = (
     "PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "NCCL_ALGO", "NCCL_PROTO",
     "TORCH_DETERMINISTIC", "TORCH_USE_DETERMINISTIC_ALGORITHMS", "CUDNN_DETERMINISTIC", "TF_DETERMINISTIC_OPS",
@@ -35,21 +35,6 @@ _CUDNN_BENCHMARK_FLAGS = ("cudnn_benchmark", "benchmark_cudnn")
 
 def _leaf(key: str) -> str:
     return key.split(".")[-1].lower().replace("-", "_")
-
-
-def find_seeds(args: Mapping[str, Any], prefix: str = "", depth: int = 0) -> Dict[str, Any]:
-    """Every ``seed``/``random_seed``/``*_seed`` value in the args (nested keys dotted)."""
-    out: Dict[str, Any] = {}
-    if depth > 8:
-        return out
-    for key, value in args.items():
-        name = prefix + str(key)
-        leaf = _leaf(str(key))
-        if isinstance(value, dict):
-            out.update(find_seeds(value, name + ".", depth + 1))
-        elif (leaf in SEED_KEYS or leaf.endswith("_seed")) and not isinstance(value, (list, dict)):
-            out[name] = value
-    return out
 
 
 def _flags(args: Mapping[str, Any], names: tuple, prefix: str = "", depth: int = 0) -> Dict[str, Any]:
