@@ -495,30 +495,31 @@ def _env_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
 
 
 def _config_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
-    files = get(rec, "config.files", None)
-    if not isinstance(files, list) or not files:
+    files = get(rec, "config.files", None)  # path -> "sha256:<hex>" (the reader converts 1.1's list)
+    if not isinstance(files, dict) or not files:
         return []
     current = get(here, "config.files", None)
-    by_path = {}
-    if isinstance(current, list):
-        by_path = {f.get("path"): f for f in current if isinstance(f, dict)}
+    by_path = current if isinstance(current, dict) else {}
     items = []
-    for f in files:
-        if not isinstance(f, dict) or not scalar(f.get("path")):
-            continue
-        label = "config " + str(f["path"])
-        digest = scalar(f.get("sha256"))
-        g = by_path.get(f["path"])
-        here_digest = scalar(g.get("sha256")) if isinstance(g, dict) else None
+    for path, recorded in files.items():
+        label = "config " + str(path)
+        digest = _config_digest(recorded)
+        here_digest = _config_digest(by_path.get(path))
         if digest is None:
             items.append(Item(label, "-", cell(here_digest, True), NOT_RECORDED))
         elif here_digest is None:
-            items.append(Item(label, digest[:12], "-", WARN, "not found here" if current is not None
+            items.append(Item(label, digest[:12], "-", WARN, "not found here" if isinstance(current, dict)
                               else "config files not collected here"))
         else:
             items.append(Item(label, digest[:12], here_digest[:12], PASS if digest == here_digest else WARN,
                               "" if digest == here_digest else "config file changed"))
     return items
+
+
+def _config_digest(value: Any) -> Optional[str]:
+    """A config file's recorded ``sha256:<hex>`` as the bare hex the table shows."""
+    text = scalar(value)
+    return text[len("sha256:"):] if text and text.startswith("sha256:") else text
 
 
 def _input_key(entry: Mapping[str, Any]) -> Optional[str]:
