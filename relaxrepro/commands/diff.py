@@ -175,6 +175,7 @@ def _flatten_doc(doc: Mapping[str, Any], per_node: bool = False) -> Dict[str, An
     for special in _SPECIAL[1:]:
         for path in [p for p in out if p == special or p.startswith(special + ".")]:
             del out[path]
+    out.pop("command.working_directory", None)  # Relax's name for command.cwd; its own diff skips it too
     return out
 
 
