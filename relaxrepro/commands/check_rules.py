@@ -546,7 +546,7 @@ def _config_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]
             items.append(Item(label, digest[:24], cell(here_digest, True), INFO,
                               "recorded digest redacted: cannot compare"))
         elif here_digest is None:
-            items.append(Item(label, digest[:12], "-", WARN, "not found here" if current is not None
+            items.append(Item(label, digest[:12], "-", WARN, "not found here" if isinstance(current, dict)
                               else "config files not collected here"))
         else:
             items.append(Item(label, digest[:12], here_digest[:12], PASS if digest == here_digest else WARN,

@@ -220,6 +220,7 @@ def _flatten_doc(doc: Mapping[str, Any], per_node: bool = False) -> Dict[str, An
         # The reader copied Relax's fields to relaxrepro's names and kept the originals: compare the copy only.
         for path in [p for p in out if fields.relax_twin(doc, p)]:
             del out[path]
+    out.pop("command.working_directory", None)  # Relax's name for command.cwd; its own diff skips it too
     return out
 
 

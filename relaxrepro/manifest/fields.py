@@ -316,10 +316,11 @@ RELAX_ALIASES: Dict[str, str] = {
 """Relax's field -> relaxrepro's field holding the same fact (``*``: any repository name). One table, shared
 by the reader that copies the values and the commands that must not count them twice."""
 
-RELAX_MARKS: Tuple[str, ...] = ("command.working_directory", "config.arguments", "config.environment",
+RELAX_MARKS: Tuple[str, ...] = ("config.arguments", "config.environment",
                                 "created_at", "environment.machine", "environment.platform",
                                 "hardware.cpu_count", "hardware.memory_gb")
-"""Fields only Relax writes (relaxrepro never did, under any schema version): a document holding one is
+"""Fields only Relax writes (relaxrepro never did, under any schema version; ``command.working_directory`` it
+writes too since 1.2, for Relax's reader): a document holding one is
 Relax's, whose other names (``environment.packages``: only its own seven packages) read differently."""
 
 RELAX_PACKAGES: Tuple[str, ...] = ("relax", "torch", "ray", "sglang", "transformers", "megatron-core", "numpy")

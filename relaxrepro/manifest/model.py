@@ -17,9 +17,11 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 """1.0: the foundation sections. 1.1 adds the optional sections seeds, data, container, scheduler,
-lineage, outcome and heterogeneity (and fields inside the 1.0 sections). Readers take every 1.x."""
+lineage, outcome and heterogeneity (and fields inside the 1.0 sections). 1.2 writes ``config.files`` as
+Relax's reader wants it (an object: path -> digest; see :data:`CONFIG_FILE_MAPS`) and adds
+``command.working_directory``. Readers take every 1.x."""
 MAJOR = 1
 """The major version this relaxrepro reads; another major is refused."""
 
@@ -80,6 +82,40 @@ def is_key_package(name: str) -> bool:
 def is_key_entry(name: str) -> bool:
     """Whether a map entry named ``name`` (a package or an environment variable) is kept when its map is cut."""
     return is_key_package(name) or name in KEY_VARIABLES or name.startswith(KEY_VARIABLE_PREFIXES)
+
+
+CONFIG_FILE_MAPS = ("files", "file_details", "file_contents")
+"""The maps under ``config`` keyed by a config file's path as the command named it: ``files`` its
+``sha256:<hex>`` digest (Relax's layout, which its reader requires to be an object of strings),
+``file_details`` its ``size``, ``binary`` and ``error``, ``file_contents`` its text when kept inline.
+Up to 1.1 one list held ``{path, size, sha256, content, binary, error}`` entries instead."""
+
+
+def config_file_maps(entries: Any) -> Dict[str, Dict[str, Any]]:
+    """``{path, size?, sha256?, content?, binary?, error?}`` entries (the config probe's, or the list 1.0
+    and 1.1 wrote) as the path-keyed maps of :data:`CONFIG_FILE_MAPS`; the last two only when not empty.
+    An entry without a path has no key to go under and is left out."""
+    files: Dict[str, Any] = {}
+    details: Dict[str, Any] = {}
+    contents: Dict[str, Any] = {}
+    for entry in entries if isinstance(entries, list) else ():
+        path = entry.get("path") if isinstance(entry, dict) else None
+        if not isinstance(path, str) or not path:
+            continue
+        digest = entry.get("sha256")
+        if isinstance(digest, str) and digest:
+            files[path] = digest if digest.startswith("sha256:") else "sha256:" + digest
+        rest = {k: v for k, v in entry.items() if k not in ("path", "sha256", "content")}
+        if rest:
+            details[path] = rest
+        if "content" in entry:
+            contents[path] = entry["content"]
+    maps: Dict[str, Dict[str, Any]] = {"files": files}
+    if details:
+        maps["file_details"] = details
+    if contents:
+        maps["file_contents"] = contents
+    return maps
 
 
 def output_dir(given: Any, env: Mapping[str, str]) -> str:

@@ -14,7 +14,7 @@ import os
 import stat
 
 from ..std.files import NotRegularFile, open_regular
-from .model import MAJOR, READ_LIMIT_BYTES
+from .model import MAJOR, READ_LIMIT_BYTES, config_file_maps
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -396,8 +396,8 @@ _LEGACY_FLAT = ("experiment_name", "git_commit", "has_uncommitted_changes", "pyt
 
 
 def normalize_legacy(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
-    """Bring old and foreign forms to v1: ``cli_args``, the flat records simple trackers write, and the
-    Relax trainer's layouts (:func:`_from_relax`).
+    """Bring old and foreign forms to v1: ``cli_args``, the flat records simple trackers write, 1.1's
+    ``config.files`` list, and the Relax trainer's layouts (:func:`_from_relax`).
 
     Returns a new document and the warnings that say what was converted.
     """
@@ -414,7 +414,20 @@ def normalize_legacy(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     if "schema_version" not in doc and any(k in doc for k in _LEGACY_FLAT + ("cli_args",)):
         doc = _from_flat(doc)
         warnings.append("legacy flat record without schema_version read as a v1 manifest")
+    _config_files_by_path(doc)
     return doc, warnings
+
+
+def _config_files_by_path(doc: Dict[str, Any]) -> None:
+    """1.0 and 1.1 wrote ``config.files`` as a list of ``{path, sha256, ...}``; 1.2 writes path-keyed maps
+    (``config.files``: path -> ``sha256:<hex>``, as Relax does). The list is read as those maps: no warning,
+    it is our own earlier minor."""
+    config = doc.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("files"), list):
+        return
+    config = doc["config"] = dict(config)
+    for key, value in config_file_maps(config.pop("files")).items():
+        config.setdefault(key, value)
 
 
 def _from_flat(flat: Dict[str, Any]) -> Dict[str, Any]:

@@ -1173,10 +1173,36 @@ def policy_of(doc: Any, env: Optional[Mapping[str, str]] = None) -> Redactor:
     return Redactor.for_environment(os.environ if env is None else env)
 
 
+_PATH_KEYED = ("files", "file_details", "file_contents")
+"""The maps under ``config`` keyed by a file's path (``model.CONFIG_FILE_MAPS``): there a key is a path,
+never a name, so ``token.json``'s digest is not masked as a token's value (its content is still scanned)."""
+
+
+def _path_map(redactor: Redactor, node: Dict[Any, Any]) -> Dict[Any, Any]:
+    out: Dict[Any, Any] = {}
+    for k, v in node.items():
+        nk = redactor.text(k) if isinstance(k, str) else k
+        if nk in out:  # two paths redacted to the same text: keep both
+            n = 2
+            while "%s#%d" % (nk, n) in out:
+                n += 1
+            nk = "%s#%d" % (nk, n)
+        out[nk] = redactor.value(v)
+    return out
+
+
 def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
     before = dict(redactor.counts)
-    out = redactor.scrub(redactor.value(doc))
+    config = doc.get("config") if isinstance(doc, dict) else None
+    held = {k: config[k] for k in _PATH_KEYED if isinstance(config, dict) and isinstance(config.get(k), dict)}
+    if held:
+        doc = dict(doc)
+        doc["config"] = {k: v for k, v in config.items() if k not in held}  # type: ignore[union-attr]
+    out = redactor.value(doc)
+    if held and isinstance(out, dict) and isinstance(out.get("config"), dict):
+        out["config"].update((k, _path_map(redactor, v)) for k, v in held.items())
+    out = redactor.scrub(out)
     if not isinstance(out, dict):
         out = {}
     fired = {k: v - before.get(k, 0) for k, v in redactor.counts.items() if v - before.get(k, 0)}

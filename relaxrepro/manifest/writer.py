@@ -6,7 +6,7 @@ its largest offenders first, one at a time, only as many as it takes, so that on
 cost the small fields that matter (key packages, ``CUDA_VISIBLE_DEVICES``, ``NCCL_*``, the GPU summary):
 
 - a patch body moves to its sidecar (sha256, size and file list stay);
-- a config file's inline content goes (path, size and sha256 stay);
+- a config file's inline content goes (its digest and size stay);
 - a string over 1 KB keeps its head and says how many bytes were cut, with the whole one's sha256;
 - a list of thousands keeps its first items, a map its key entries and a bounded sample, beside a
   ``<name>_truncated`` count and digest of the whole.
@@ -157,8 +157,8 @@ Cut = "Tuple[int, str, Tuple[Any, ...], Any, Any, str]"
 def _string_kind(path: Tuple[Any, ...]) -> str:
     if len(path) == 4 and path[0] == "code" and path[2] == "patch" and path[3] in ("text", "text_base64"):
         return "sidecar"  # a patch is never cut: restore needs it whole
-    if len(path) == 4 and path[:2] == ("config", "files") and path[3] == "content":
-        return "drop"  # its path, size and sha256 stay
+    if len(path) == 3 and path[:2] == ("config", "file_contents"):
+        return "drop"  # its digest (config.files) and size (config.file_details) stay
     return "string"
 
 

@@ -8,6 +8,7 @@ import time
 from relaxrepro.collect import assemble
 from relaxrepro.collect.context import Context
 from relaxrepro.collect.runner import Outcome, Probe, merge_into, run_probes, stray_threads
+from relaxrepro.manifest.model import SCHEMA_VERSION
 
 
 def _ok(section, **data):
@@ -85,4 +86,4 @@ def test_build_has_every_section_and_probe_entries():
         assert isinstance(doc[section], dict)
     assert doc["runtime"] == {"mode": "local"}
     assert doc["collection"]["probes"]["fine"]["status"] == "ok"
-    assert doc["schema_version"] == "1.1"
+    assert doc["schema_version"] == SCHEMA_VERSION == "1.2"

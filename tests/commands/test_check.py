@@ -75,7 +75,7 @@ def test_identical_environment_passes():
     ("config.selected_env.SLURM_JOB_ID", "2002", "env SLURM_JOB_ID", "INFO"),
     ("config.selected_env.WANDB_PROJECT", "other", "env WANDB_PROJECT", "INFO"),
     ("config.selected_env.SLURM_NNODES", "2", "env SLURM_NNODES", "WARN"),
-    ("config.files", [{"path": "conf/a.yaml", "sha256": "0" * 64}], "config conf/a.yaml", "WARN"),
+    ("config.files", {"conf/a.yaml": "sha256:" + "0" * 64}, "config conf/a.yaml", "WARN"),
     ("data.inputs", [{"path": "/data/train.jsonl", "quick": {"sha256": "0" * 64}}], "data /data/train.jsonl",
      "WARN"),
     ("scheduler.slurm.job_id", "2002", "slurm job", "INFO"),

@@ -254,7 +254,7 @@ def test_compare_of_an_unknown_group(tmp_path):
                                     ("absent",), ("schema_version",)],
                          ids=lambda f: "+".join(f))
 def test_the_quick_reader_finds_any_field_wherever_it_sits(fields):
-    doc = make_doc("X", config={"files": [{"content": "a\nb" * 50}]}, data={"inputs": [{"path": "/d"}]},
+    doc = make_doc("X", config={"file_contents": {"c.yaml": "a\nb" * 50}}, data={"inputs": [{"path": "/d"}]},
                    environment={"packages": {"torch": "2.5.1"}}, outcome={"status": "ok"})
     raw = writer.serialize(doc)
     assert index._quick(raw, fields) == {k: doc[k] for k in fields if k in doc}

@@ -28,7 +28,8 @@ def base_manifest(**sections: Any) -> Dict[str, Any]:
         "config": {
             "resolved_args": {"lr": "3e-4", "seed": 1234},
             "selected_env": {"NCCL_ALGO": "Ring", "CUDA_VISIBLE_DEVICES": "0,1,2,3", "SLURM_JOB_ID": "1001"},
-            "files": [{"path": "conf/a.yaml", "sha256": "c" * 64, "size": 10}],
+            "files": {"conf/a.yaml": "sha256:" + "c" * 64},
+            "file_details": {"conf/a.yaml": {"size": 10}},
             "hash": "d" * 64,
         },
         "environment": {

@@ -171,6 +171,34 @@ def test_legacy_flat_tracker_record():
     assert doc["training"]["experiment_name"] == "grpo-qwen" and doc["command"]["argv"] == ["train.py"]
 
 
+def test_config_files_list_of_1_1_is_read_as_path_keyed_maps():
+    # 1.0 and 1.1 wrote a list; 1.2 writes what Relax's reader requires (an object: path -> digest).
+    doc = _doc(schema_version="1.1", config={"hash": "sha256:" + "0" * 64, "files": [
+        {"path": "conf.yaml", "size": 6, "sha256": "ab" * 32, "content": "lr: 1\n"},
+        {"path": "weights.bin", "size": 3, "sha256": "cd" * 32, "binary": True},
+        {"path": "gone.yaml", "error": "no such file or directory"},
+        {"size": 1}]})  # no path: no key to go under
+    out, warnings = parse_manifest(_bytes(doc))
+    assert out["config"] == {
+        "hash": "sha256:" + "0" * 64,
+        "files": {"conf.yaml": "sha256:" + "ab" * 32, "weights.bin": "sha256:" + "cd" * 32},
+        "file_details": {"conf.yaml": {"size": 6}, "weights.bin": {"size": 3, "binary": True},
+                         "gone.yaml": {"error": "no such file or directory"}},
+        "file_contents": {"conf.yaml": "lr: 1\n"},
+    }
+    assert warnings == []  # our own earlier minor, not a legacy form worth a word
+
+
+@pytest.mark.parametrize("files, expected", [
+    ([], {}),
+    ({"configs/env.yaml": "sha256:" + "ab" * 32}, {"configs/env.yaml": "sha256:" + "ab" * 32}),  # Relax's, 1.2's
+    ("odd", "odd"),  # kept as found: not a form we know
+], ids=["empty-list", "object", "string"])
+def test_config_files_in_other_forms(files, expected):
+    out, _ = parse_manifest(_bytes(_doc(config={"files": files})))
+    assert out["config"] == {"files": expected}
+
+
 def test_unreadable_paths(tmp_path):
     with pytest.raises(ManifestError, match="cannot read"):
         load_manifest(tmp_path / "missing.json")

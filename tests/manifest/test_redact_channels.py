@@ -78,7 +78,7 @@ def _polluted_document(root: Path) -> dict:
         "code": {"repo": {"commit": "3f2a9c1b7d4e5f60718293a4b5c6d7e8f9012345",  # pragma: allowlist secret
                           "remote": "https://x-access-token:" + FAKES["github-app"] + "@github.com/o/r.git",
                           "patch": {"text": patch}}},
-        "config": {"files": [{"path": "/home/alice/conf.yaml", "content": config}]},
+        "config": {"file_contents": {"/home/alice/conf.yaml": config}},
         "environment": {"env": {"HF_TOKEN": FAKES["huggingface"], "WANDB_API_KEY": wandb_legacy(),
                                 "RAY_REDIS_PASSWORD": PW, "GITLAB_TOKEN": FAKES["gitlab-pat"],
                                 "MASTER_ADDR": "10.1.2.3", "SLURM_JOB_USER": "alice"}},

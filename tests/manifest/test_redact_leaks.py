@@ -282,8 +282,8 @@ def test_no_planted_secret_reaches_a_manifest_by_argv_env_config_or_remote(tmp_p
     assert doc["config"]["resolved_args"]["p***"] is True  # parsed from that argv ('-pPW': a flag named pPW)
     assert doc["config"]["selected_env"]["MYAPP_SETUP"] == "mysql -h db.example.com -uroot -p*** runs"
     assert doc["config"]["selected_env"]["SSHPASS"] == "***"
-    (config,) = [f for f in doc["config"]["files"] if f["path"].endswith("setup.yaml")]
-    assert config["content"] == "setup: curl -u alice:*** https://api.example.com/\ngcp:\n  private_key_id: ***\n"
+    (content,) = [text for path, text in doc["config"]["file_contents"].items() if path.endswith("setup.yaml")]
+    assert content == "setup: curl -u alice:*** https://api.example.com/\ngcp:\n  private_key_id: ***\n"
 
 
 def test_a_copy_of_a_masked_value_is_masked_wherever_it_appears() -> None:

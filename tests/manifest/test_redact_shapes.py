@@ -134,11 +134,26 @@ def test_patch_added_and_removed_lines() -> None:
 def test_config_file_contents() -> None:
     content = ("wandb:\n  api_key: " + wandb_legacy() + "\n  project: demo\nhf:\n  token: \"" + FAKES["huggingface"]
                + "\"\nopenai_key = '" + FAKES["openai-project"] + "'\nmodel: meta-llama/Llama-3-8B\n")
-    out = json.loads(_redacted_json(_doc(config={"files": [{"path": "conf.yaml", "content": content}]})))
-    text = out["config"]["files"][0]["content"]
+    out = json.loads(_redacted_json(_doc(config={"file_contents": {"conf.yaml": content}})))
+    text = out["config"]["file_contents"]["conf.yaml"]
     for secret in (wandb_legacy(), FAKES["huggingface"], FAKES["openai-project"]):
         assert not leaked(secret, text), text
     assert "project: demo" in text and "model: meta-llama/Llama-3-8B" in text
+
+
+def test_config_files_named_like_secrets_keep_their_digests() -> None:
+    # config.files is keyed by path (Relax's layout): a path is never read as a name, so token.json's
+    # digest is not masked as if it were a token, and its content is scanned like any config text.
+    digest = "sha256:" + "1" * 64
+    config = {"files": {"token.json": digest, "/home/alice/secret.yaml": digest},
+              "file_details": {"credentials.yaml": {"error": "no such file or directory"}},
+              "file_contents": {"token.json": "lr: 1\napi_key: plainpw1234abcd\n"},
+              "resolved_args": {"files": {"token": SECRET}}}  # a trainer's own "files" argument stays a name
+    out = json.loads(_redacted_json(_doc(config=config)))["config"]
+    assert out["files"] == {"token.json": digest, "<HOME>/secret.yaml": digest}
+    assert out["file_details"] == {"credentials.yaml": {"error": "no such file or directory"}}
+    assert out["file_contents"] == {"token.json": "lr: 1\napi_key: ***\n"}
+    assert out["resolved_args"] == {"files": {"token": "***"}}
 
 
 def test_resolved_args_dict() -> None:

@@ -149,8 +149,8 @@ def test_values_go_whole_in_every_channel_of_a_written_manifest(tmp_path: Path) 
                  "+python train.py --db-password=*** --lr 0.1"]:
         assert "\n" + line + "\n" in patch, line
     assert doc["code"]["repo"]["patch"]["redacted_lines"]
-    (config,) = [f for f in doc["config"]["files"] if f["path"].endswith("train.yaml")]
-    assert config["content"] == "db:\n  password: ***\nlr: 0.1\n"
+    (content,) = [text for path, text in doc["config"]["file_contents"].items() if path.endswith("train.yaml")]
+    assert content == "db:\n  password: ***\nlr: 0.1\n"
     assert doc["command"]["argv"][4:] == ["--db-pass=***", "--password", "***", "--setup",
                                           "PGPASSWORD=*** psql -h db"]
     assert doc["config"]["selected_env"]["MYAPP_DB_PASS"] == "***"

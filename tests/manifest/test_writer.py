@@ -228,6 +228,24 @@ def test_the_largest_offender_goes_first_and_only_as_many_as_needed():
         "hardware.gpus: kept the first 16 of 5000 items (count and digest of all in gpus_truncated)"]
 
 
+def test_config_file_contents_go_whole_and_only_as_many_as_needed_their_digests_stay():
+    names = ["conf/c%02d.yaml" % i for i in range(16)]
+    contents = {n: ("# %s\n" % n + "lr: 0.1\n" * 1000)[:8000] for n in names}  # 16 x 8 KB, the inline limit
+    files = {n: "sha256:" + hashlib.sha256(contents[n].encode()).hexdigest() for n in names}
+    doc = _doc(config={"files": files, "file_details": {n: {"size": 8000} for n in names},
+                       "file_contents": contents})
+    data, written, _ = writer.fit(doc)
+    assert len(data) <= CAP_BYTES
+    config = written["config"]
+    assert config["files"] == files and config["file_details"] == doc["config"]["file_details"]
+    kept = config["file_contents"]
+    assert 0 < len(kept) < 16 and all(kept[n] == contents[n] for n in kept)  # never cut to a head
+    dropped = sorted(set(names) - set(kept))
+    assert written["collection"]["truncated"] == [
+        "config.file_contents.%s dropped (8000 characters)" % n for n in dropped]
+    validate_manifest(written)
+
+
 def test_earlier_notes_are_kept_when_more_is_cut():
     doc = _doc(collection={"truncated": ["runtime.nodes: kept 32 of 40 nodes"]},
                config={"selected_env": {"NCCL_DEBUG": "x" * 200000}})

@@ -310,10 +310,12 @@ def test_fold_keeps_runs_command_and_collection_and_the_trainers_process_view():
     outer = make_doc(
         "r1", command={"argv": ["torchrun", "train.py"], "cwd": "/w", "source": "cli"},
         code={"proj": {"commit": "a"}, "megatron": {"commit": "m"}},  # --repo megatron=... given to run only
-        config={"resolved_args": {"lr": "3e-4"}, "resolved_args_source": "argv", "files": [{"path": "c.yaml"}]},
+        config={"resolved_args": {"lr": "3e-4"}, "resolved_args_source": "argv",
+                "files": {"c.yaml": "sha256:" + "c" * 64}},
         runtime={"ray": {"version": "2.9"}, "dead_nodes": [{"node_id": "x"}]},
         hardware={"gpus": [{"name": "H100"}]},
-        collection={"probes": {"git": {"status": "ok"}}, "truncated": ["config.files[0].content dropped"],
+        collection={"probes": {"git": {"status": "ok"}},
+                    "truncated": ["config.file_contents.c.yaml dropped (9000 characters)"],
                     "tool": {"name": "relaxrepro"}})
     inner = make_doc(
         "r1", generated_at="2026-01-01T01:00:00Z",
@@ -329,7 +331,7 @@ def test_fold_keeps_runs_command_and_collection_and_the_trainers_process_view():
     assert doc["command"] == outer["command"]
     assert doc["code"] == {"proj": {"commit": "a", "dirty": True}, "megatron": {"commit": "m"}}
     assert doc["config"] == {"resolved_args": {"lr": 0.0003, "steps": 10}, "resolved_args_source": "api",
-                             "files": [{"path": "c.yaml"}]}
+                             "files": {"c.yaml": "sha256:" + "c" * 64}}
     assert doc["runtime"] == inner["runtime"]  # whole: run's stale dead_nodes do not come back
     assert doc["hardware"] == outer["hardware"]  # an empty section of the trainer's erases nothing
     assert doc["seeds"] == {"seed": 7}

@@ -11,6 +11,7 @@ import json
 import os
 import stat
 
+from ...manifest.model import config_file_maps
 from ...std.files import open_regular
 from ...std.sha import sha256_hex
 from ..arguments import parse_argv_args, render
@@ -28,7 +29,8 @@ ENV_PREFIXES = (
 ENV_NAMES = ("PYTHONHASHSEED",)
 CONFIG_SUFFIXES = (".yaml", ".yml", ".json", ".toml")
 INLINE_MAX = 8 * 1024
-"""Config files up to this size are inlined (the writer drops contents first when over the cap)."""
+"""Config files up to this size are inlined in ``config.file_contents`` (the writer drops them first when over
+the cap)."""
 HASH_MAX = 64 * 1024 * 1024
 """A "config" bigger than this is a data file named like one: sized, not read at launch."""
 MAX_FILES = 16
@@ -254,8 +256,8 @@ def collect(ctx: Context) -> Outcome:
         "resolved_args": args,
         "resolved_args_source": source,
         "selected_env": env,
-        "files": files,
         "hash": config_hash(args, env, files),
     }
+    config.update(config_file_maps(files))
     out.data = {"config": config}
     return out

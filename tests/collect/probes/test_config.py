@@ -175,9 +175,10 @@ def test_small_text_config_is_inlined(tmp_path):
     (tmp_path / "c.yaml").write_text("lr: 0.1\n")
     out = _probe(tmp_path, ["python", "train.py", "--config", "c.yaml"])
     assert out.status == "ok"
-    assert out.data["config"]["files"] == [{
-        "path": "c.yaml", "size": 8, "content": "lr: 0.1\n",
-        "sha256": "d245e06b9b1158bf71d1c6061882569148a7b6a2ff201e885d55f1dd0cfae70a"}]
+    cfg = out.data["config"]
+    assert cfg["files"] == {"c.yaml": "sha256:d245e06b9b1158bf71d1c6061882569148a7b6a2ff201e885d55f1dd0cfae70a"}
+    assert cfg["file_details"] == {"c.yaml": {"size": 8}}
+    assert cfg["file_contents"] == {"c.yaml": "lr: 0.1\n"}
 
 
 def test_config_sha256_is_the_files_sha256(tmp_path):
@@ -201,7 +202,9 @@ def test_binary_config_is_hashed_not_inlined(tmp_path, body):
 
 def test_explicit_config_that_does_not_exist(tmp_path):
     out = _probe(tmp_path, ["python", "train.py", "--config=missing.yaml"])
-    assert out.data["config"]["files"] == [{"path": "missing.yaml", "error": "no such file or directory"}]
+    assert out.data["config"]["files"] == {}  # no digest: only its details say why
+    assert out.data["config"]["file_details"] == {"missing.yaml": {"error": "no such file or directory"}}
+    assert "file_contents" not in out.data["config"]
     assert out.status == "partial"
     assert out.warnings == ["config file missing.yaml: no such file or directory"]
 
@@ -210,8 +213,8 @@ def test_config_that_is_a_directory_or_a_fifo_never_blocks(tmp_path):
     (tmp_path / "conf.yaml").mkdir()
     os.mkfifo(str(tmp_path / "pipe.json"))
     out = _probe(tmp_path, ["python", "train.py", "--config", "conf.yaml", "--model-config", "pipe.json"])
-    assert out.data["config"]["files"] == [{"path": "conf.yaml", "error": "is a directory"},
-                                           {"path": "pipe.json", "error": "not a regular file"}]
+    assert out.data["config"]["file_details"] == {"conf.yaml": {"error": "is a directory"},
+                                                  "pipe.json": {"error": "not a regular file"}}
 
 
 def test_unreadable_config_is_listed_not_fatal(shared_tmp):
@@ -224,7 +227,8 @@ def test_unreadable_config_is_listed_not_fatal(shared_tmp):
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
     validate_manifest(doc)
-    assert doc["config"]["files"] == [{"path": str(cfg), "size": 6, "error": "permission denied"}]
+    assert doc["config"]["files"] == {}
+    assert doc["config"]["file_details"] == {str(cfg): {"size": 6, "error": "permission denied"}}
     assert "config file %s: permission denied" % cfg in doc["collection"]["probes"]["config"]["warnings"]
 
 
@@ -234,17 +238,17 @@ def test_unreadable_config_is_listed_not_fatal(shared_tmp):
 def test_a_shell_or_python_program_after_c_is_not_a_config(tmp_path, argv):
     # `relaxrepro run -- sh -c '...'` once warned "config file echo out; kill -TERM $$: no such file".
     out = _probe(tmp_path, argv)
-    assert out.data["config"]["files"] == [] and out.status == "ok" and out.warnings == []
+    assert out.data["config"]["files"] == {} and out.status == "ok" and out.warnings == []
 
 
 def test_c_after_the_script_is_the_scripts_config(tmp_path):
     out = _probe(tmp_path, ["python", "train.py", "-c", "missing.yaml"])
-    assert out.data["config"]["files"] == [{"path": "missing.yaml", "error": "no such file or directory"}]
+    assert out.data["config"]["file_details"] == {"missing.yaml": {"error": "no such file or directory"}}
 
 
 def test_output_like_json_args_that_do_not_exist_are_not_configs(tmp_path):
     out = _probe(tmp_path, ["python", "train.py", "--save-metrics", "metrics.json", "--seed", "1"])
-    assert out.data["config"]["files"] == []
+    assert out.data["config"]["files"] == {} and "file_details" not in out.data["config"]
     assert out.status == "ok"
 
 
@@ -254,7 +258,7 @@ def test_hydra_config_path_and_name(tmp_path):
     (tmp_path / "conf" / "data.yaml").write_text("name: c4\n")
     out = _probe(tmp_path, ["python", "train.py", "--config-path", "conf", "--config-name", "train",
                             "data.config=conf/data.yaml"])
-    assert [f["path"] for f in out.data["config"]["files"]] == ["conf/data.yaml", "conf/train.yaml"]
+    assert list(out.data["config"]["files"]) == ["conf/data.yaml", "conf/train.yaml"]
 
 
 def test_positional_config_and_config_in_api_args(tmp_path):
@@ -263,14 +267,14 @@ def test_positional_config_and_config_in_api_args(tmp_path):
     ctx = Context(env={}, cwd=str(tmp_path), argv=["python", "train.py", "a.yaml"], argv_source="api",
                   options={"args": {"model": {"config_file": "b.toml"}}})
     out = config.collect(ctx)
-    assert [f["path"] for f in out.data["config"]["files"]] == ["a.yaml", "b.toml"]
+    assert list(out.data["config"]["files"]) == ["a.yaml", "b.toml"]
 
 
 def test_config_content_goes_through_redaction(tmp_path, monkeypatch):
     home = tmp_path / "home"
     (tmp_path / "c.yaml").write_text("data: %s/datasets/c4\n" % home)
     m = _api(tmp_path, monkeypatch, {"config": "c.yaml"})
-    assert m["config"]["files"][0]["content"] == "data: <HOME>/datasets/c4\n"
+    assert m["config"]["file_contents"] == {"c.yaml": "data: <HOME>/datasets/c4\n"}
 
 
 # -- the hash ----------------------------------------------------------------------------------------
@@ -291,4 +295,4 @@ def test_data_inputs_with_config_suffixes_are_left_to_the_data_probe(tmp_path):
     (tmp_path / "train.json").write_text("[]")
     (tmp_path / "c.json").write_text("{}")
     out = _probe(tmp_path, ["python", "train.py", "--train-data", "train.json", "--model-config", "c.json"])
-    assert [f["path"] for f in out.data["config"]["files"]] == ["c.json"]
+    assert list(out.data["config"]["files"]) == ["c.json"]
