@@ -304,7 +304,12 @@ def fit(doc: Dict[str, Any], limit: int = CAP_BYTES, cuts: Optional[List[str]] =
                 return data, doc, sidecars
     # Last resort: keep only what identifies the run and says what happened.
     keep = {k: doc[k] for k in ("schema_version", "run_id", "generated_at") if k in doc}
-    keep.update({k: {} for k in ("command", "code", "config", "environment", "hardware", "runtime", "training")})
+    keep.update({k: {} for k in ("code", "config", "environment", "hardware", "runtime", "training")})
+    # Relax's reader needs a command with argv and working_directory: the argv goes, a short cwd stays.
+    command = doc.get("command") if isinstance(doc.get("command"), dict) else {}
+    cwd = command.get("cwd")
+    cwd = cwd if isinstance(cwd, str) and len(cwd) <= 1024 else "."
+    keep["command"] = {"argv": [], "cwd": cwd, "working_directory": cwd}
     notes.append("every section dropped: the document stayed over %d bytes" % limit)
     keep["collection"] = {"truncated": notes}
     if cuts is not None:

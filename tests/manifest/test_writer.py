@@ -255,10 +255,15 @@ def test_earlier_notes_are_kept_when_more_is_cut():
 
 
 def test_size_cap_last_resort_still_valid():
-    doc = _doc(hardware={"k%d" % i: {"v": "x" * 900} for i in range(200)})
+    # 64,000 small leaves three maps deep: sampling each map still leaves too much, so every section goes
+    nested = {"k%d" % i: {"j%d" % j: {"l%d" % k: "x" * 20 for k in range(40)} for j in range(40)} for i in range(40)}
+    doc = _doc(hardware=nested, command={"argv": ["python", "train.py"], "cwd": "/work/proj"})
     data, written, _ = writer.fit(doc)
+    assert written["collection"]["truncated"][-1] == "every section dropped: the document stayed over 100000 bytes"
     assert len(data) <= CAP_BYTES
     validate_manifest(json.loads(data))
+    # what identifies the run stays, and the command Relax's reader requires (argv dropped, cwd kept)
+    assert written["command"] == {"argv": [], "cwd": "/work/proj", "working_directory": "/work/proj"}
 
 
 def test_sigkill_at_random_points_never_leaves_a_partial_file(tmp_path):
