@@ -708,7 +708,9 @@ def _from_raylets(out: Outcome, raylets: List[Dict[str, Any]], ray_info: Dict[st
     ray_info["reachable"] = False
     if raylets:
         ray_info["source"] = "proc"
-    runtime: Dict[str, Any] = {"mode": "unknown", "ray": {k: v for k, v in ray_info.items() if v is not None}}
+    # Relax's name for this state (its schema has no plain "unknown"); our readers take both.
+    runtime: Dict[str, Any] = {"mode": "ray_initialized_unknown",
+                               "ray": {k: v for k, v in ray_info.items() if v is not None}}
     if raylets:
         runtime["local_nodes"] = _sort_nodes([
             {"node_id": r.get("node_id"), "address": r.get("address"), "role": r["role"],

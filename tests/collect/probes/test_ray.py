@@ -239,7 +239,7 @@ def test_stale_address_costs_no_more_than_the_budget(tmp_path):
     out = ray.collect(_ctx(root, tmp_path / "bin"))
     assert time.monotonic() - t0 < 4.0 + 1.0
     assert out.status == "timeout"
-    assert out.data["runtime"]["mode"] == "unknown"
+    assert out.data["runtime"]["mode"] == "ray_initialized_unknown"
     assert out.data["runtime"]["ray"]["reachable"] is False
     assert "status" not in log.read_text().split(), "no retry after a timeout"
 
@@ -259,7 +259,8 @@ def test_raylet_but_no_ray_on_path_reports_local_nodes(tmp_path):
     root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID], ray_version="2.60.0")
     out = ray.collect(_ctx(root, tmp_path / "bin"))
     rt = out.data["runtime"]
-    assert rt["mode"] == "unknown" and rt["ray"]["source"] == "proc" and rt["ray"]["version"] == "2.60.0"
+    assert rt["mode"] == "ray_initialized_unknown"
+    assert rt["ray"]["source"] == "proc" and rt["ray"]["version"] == "2.60.0"
     assert [n["role"] for n in rt["local_nodes"]] == ["head", "worker"]
     assert out.warnings == ["the ray command is not on PATH"]
 
@@ -469,7 +470,8 @@ def test_stale_address_file_never_asks_a_dashboard(tmp_path, dashboard):
                 list_err=fixture("ray_list_nodes_stale_address_file.json.stderr"))
     root = fake_root(tmp_path, pids=[HEAD_PID], address_file="127.0.0.1:6399")
     out = ray.collect(_ctx(root, tmp_path / "bin", dashboard=True, port=_port(dashboard)))
-    assert out.data["runtime"]["ray"].get("source") == "proc" and out.data["runtime"]["mode"] == "unknown"
+    assert out.data["runtime"]["ray"].get("source") == "proc"
+    assert out.data["runtime"]["mode"] == "ray_initialized_unknown"
 
 
 def test_raylets_of_another_user_are_not_this_runs_cluster(tmp_path):
