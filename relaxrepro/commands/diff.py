@@ -105,6 +105,13 @@ def diff_documents(old: Mapping[str, Any], new: Mapping[str, Any], *, include_vo
         if _same(a, b):
             continue
         changes.append(_change(_category(path), path, a, b))
+    if fields.is_relax(old) != fields.is_relax(new):
+        # One run recorded by Relax's built-in writer, the other by relaxrepro: a field one tool writes and
+        # the other never does (relax.path, user, python.executable) says nothing about the runs themselves.
+        for c in changes:
+            # (packages: _diff_packages knows which ones Relax looks up, and its absence of those is a finding)
+            if c.kind != "nodes" and c.category != "packages" and (c.old is MISSING or c.new is MISSING):
+                c.unrecorded = True
     hidden = {"volatile": 0, "unrecorded": 0}
     kept: List[Change] = []
     for c in changes:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -229,12 +230,24 @@ def test_short_values_are_shown_whole(tmp_path):
 
 def test_relax_manifest_against_ours_of_the_same_state_pairs_repos_and_hides_what_says_nothing():
     res = run_cli("diff", str(RELAX / "relax-A-clean.json"), str(RELAX / "relaxrepro-A-clean.json"))
-    assert res.returncode == 1, res.stderr
-    lines = _lines(res.stdout)
+    assert res.returncode == 0, res.stdout + res.stderr  # the same repo state, the same machine: nothing differs
+    assert re.fullmatch(r"identical \(\d+ volatile fields hidden, \d+ fields not recorded on one side; --all "
+                        r"shows them\)\n", res.stdout)
+    lines = _lines(run_cli("diff", "--all", str(RELAX / "relax-A-clean.json"),
+                           str(RELAX / "relaxrepro-A-clean.json")).stdout)
     assert not [x for x in lines if x.startswith(("+ Relax ", "- relax "))]  # one repo, not one gone and one new
-    assert not [x for x in lines if x.endswith(("  null", "  []", '  ""')) or "working_directory" in x]
-    assert not [x for x in lines if x.startswith("+ pip ") or x.startswith("+ pytest ")]  # Relax never looked
-    assert "fields not recorded on one side; --all shows them)" in res.stdout.splitlines()[-1]
+    assert "+ code.relax.path  /srv/rlx/Relax" in lines  # what only relaxrepro records: shown with --all
+    assert "- user  <user>" in lines  # and what only Relax records
+
+
+def test_a_field_only_one_tool_records_is_not_recorded_but_a_value_both_record_still_differs(tmp_path):
+    relax, ours = _relax_pair()
+    ours = modified(ours, "hardware.cpu.cores", 64)  # relaxrepro records cores; Relax never does
+    rc, out, _ = _run(tmp_path, relax, ours)
+    assert (rc, _lines(out)) == (0, [])
+    ours = modified(ours, "hardware.memory_total_gb", 1.0)  # both record memory: that one differs
+    rc, out, _ = _run(tmp_path, relax, ours)
+    assert rc == 1 and _lines(out) == ["~ hardware.memory_total_gb  503.7 -> 1.0"]
 
 
 _LAYOUT_ONLY = ("command.cwd", "environment.system.arch", "environment.system.os", "environment.system.kernel",
@@ -243,13 +256,14 @@ _LAYOUT_ONLY = ("command.cwd", "environment.system.arch", "environment.system.os
 
 
 def test_relax_manifest_against_ours_of_the_same_state_lists_no_layout_only_difference():
-    res = run_cli("diff", "--json", str(RELAX / "relax-A-clean.json"), str(RELAX / "relaxrepro-A-clean.json"))
-    assert res.returncode == 1, res.stderr
+    res = run_cli("diff", "--json", "--all", str(RELAX / "relax-A-clean.json"), str(RELAX / "relaxrepro-A-clean.json"))
+    assert res.returncode == 1, res.stderr  # --all: the fields one tool alone records, and the volatile ones
     changes = json.loads(res.stdout)["changes"]
-    paths = [c["path"] for c in changes]
-    relax_named = [p for p in paths if any(p == s or p.startswith(s + ".") for s in fields.RELAX_ALIASES)]
-    assert relax_named == []
-    assert [p for p in paths if p in _LAYOUT_ONLY] == []
+    # A Relax name shows only where Relax wrote null (nothing to copy): "not recorded", never a difference
+    relax_named = [c for c in changes if any(c["path"] == s or c["path"].startswith(s + ".")
+                                             for s in fields.RELAX_ALIASES)]
+    assert relax_named and all(c.get("unrecorded") and c["old"] is None for c in relax_named), relax_named
+    assert [c["path"] for c in changes if c["path"] in _LAYOUT_ONLY and not c.get("unrecorded")] == []
     assert [c for c in changes if c["path"].startswith("code.") and c["kind"] in ("added", "removed")
             and c["path"].count(".") == 1] == []
     # What is left really differs: fields only one tool records, values the two found differently (Relax's
