@@ -1191,6 +1191,16 @@ def _path_map(redactor: Redactor, node: Dict[Any, Any]) -> Dict[Any, Any]:
     return out
 
 
+def _argv_for_relax(doc: Dict[str, Any]) -> None:
+    """The recorded command line with each mask spelled ``<redacted>`` (``--key=wand***`` becomes
+    ``--key=wand<redacted>``): the Relax trainer's ``rerun`` refuses an argument holding ``<redacted>`` but
+    would replay ``***`` literally. Our readers take both spellings as redacted."""
+    command = doc.get("command")
+    argv = command.get("argv") if isinstance(command, dict) else None
+    if isinstance(argv, list) and any(isinstance(a, str) and MASK in a for a in argv):
+        command["argv"] = [a.replace(MASK, REDACTED) if isinstance(a, str) else a for a in argv]
+
+
 def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
     before = dict(redactor.counts)
@@ -1205,6 +1215,7 @@ def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     out = redactor.scrub(out)
     if not isinstance(out, dict):
         out = {}
+    _argv_for_relax(out)
     fired = {k: v - before.get(k, 0) for k, v in redactor.counts.items() if v - before.get(k, 0)}
     collection = out.setdefault("collection", {})
     if isinstance(collection, dict):

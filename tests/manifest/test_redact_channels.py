@@ -128,6 +128,16 @@ def test_redact_pattern_adds_rules(tmp_path: Path) -> None:
     assert doc["collection"]["redactions"]["user-pattern"] == 4  # argv and resolved_args, twice each
 
 
+def test_masks_in_the_command_line_are_spelled_redacted_for_relaxs_rerun():
+    # Relax's rerun refuses an argument holding "<redacted>" and would replay "***" literally; ours refuses both
+    from relaxrepro.manifest.redact import Redactor, redact_document
+
+    doc = redact_document({"command": {"argv": ["train.py", "--api-key", "sk-live-abcdefghijklmnopqrstuv",
+                                                "--lr", "0.1"]}}, Redactor())
+    assert doc["command"]["argv"] == ["train.py", "--api-key", "<redacted>", "--lr", "0.1"]
+    assert redact_document(doc, Redactor())["command"]["argv"] == doc["command"]["argv"]  # stable
+
+
 def test_home_paths_are_hidden_unless_keep_paths(tmp_path: Path) -> None:
     home = tmp_path / "home" / "alice"
     work = home / "proj"
@@ -140,7 +150,8 @@ def test_home_paths_are_hidden_unless_keep_paths(tmp_path: Path) -> None:
                     command=["python", str(work / "train.py"), "--hf-token", FAKES["huggingface"]])
     assert kept["command"]["cwd"] == str(work)
     assert kept["command"]["argv"][:2] == ["python", str(work / "train.py")]
-    assert kept["command"]["argv"][3] == "***"  # found by its flag's name: masked whole
+    # found by its flag's name: masked whole (spelled <redacted> in argv, which Relax's rerun refuses)
+    assert kept["command"]["argv"][3] == "<redacted>"
 
 
 def test_printed_manifest_is_redacted_too(tmp_path: Path) -> None:

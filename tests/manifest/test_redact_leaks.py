@@ -278,7 +278,7 @@ def test_no_planted_secret_reaches_a_manifest_by_argv_env_config_or_remote(tmp_p
     text = next(tmp_path.glob("m_*.json")).read_text() + "\n".join(strings(doc))
     for name, secret in list(s.items()) + [("key-id", key_id)]:
         assert not leaked(secret, text, window=6), name
-    assert doc["command"]["argv"][:3] == ["mysql", "-uroot", "-p***"]
+    assert doc["command"]["argv"][:3] == ["mysql", "-uroot", "-p<redacted>"]
     assert doc["config"]["resolved_args"]["p***"] is True  # parsed from that argv ('-pPW': a flag named pPW)
     assert doc["config"]["selected_env"]["MYAPP_SETUP"] == "mysql -h db.example.com -uroot -p*** runs"
     assert doc["config"]["selected_env"]["SSHPASS"] == "***"
@@ -293,7 +293,7 @@ def test_a_copy_of_a_masked_value_is_masked_wherever_it_appears() -> None:
            "config": {"resolved_args": {"p": pw, "p" + key: True}}}
     out = redact_document(doc, _red())
     assert out["config"]["resolved_args"] == {"p": "***", "p***": True}
-    assert out["command"]["argv"] == ["sshpass", "-p", "***", "ssh", "h", "mysql", "-p***"]
+    assert out["command"]["argv"] == ["sshpass", "-p", "<redacted>", "ssh", "h", "mysql", "-p<redacted>"]
     assert redact_document(out, _red()) == out
 
 
