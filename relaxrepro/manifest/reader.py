@@ -491,13 +491,13 @@ def _from_relax(doc: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
         name = code.get("repository") if isinstance(code.get("repository"), str) and code["repository"] else "main"
         doc["code"] = {name: dict(code)}
         warnings.append("Relax's earlier flat code (commit, branch, dirty, repository) read as code.%s" % name)
-    from .fields import RELAX_ALIASES, find_seeds
+    from .fields import RELAX_ALIASES, find_seeds, get
 
     # The earlier writer's environment.python is a version string (ours is an object): not in the shared
     # table, which would have diff skip our own environment.python.* as its twin.
     for source, target in list(RELAX_ALIASES.items()) + [("environment.python", "environment.python_version")]:
         if "*" not in source:
-            value = _convert(source, _at(doc, source))
+            value = _convert(source, get(doc, source, None))
             if value is not None:
                 _fill(doc, target, value)
     code = doc.get("code")
@@ -509,7 +509,7 @@ def _from_relax(doc: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
             if isinstance(files, list) and "untracked" not in repo:
                 untracked = {"count": len(files), "files": [str(f) for f in files], "truncated": False}
                 code[name] = dict(repo, untracked=untracked)
-    args = _at(doc, "config.arguments")
+    args = get(doc, "config.arguments", None)
     if isinstance(args, dict) and "seeds" not in doc:
         seeds = find_seeds(args)
         if seeds:
@@ -518,16 +518,6 @@ def _from_relax(doc: Dict[str, Any], warnings: List[str]) -> Dict[str, Any]:
 
 
 _RELAX_FLAT_CODE = ("commit", "branch", "dirty", "repository")
-
-
-def _at(doc: Any, dotted: str) -> Any:
-    """``doc`` at ``dotted``, or None."""
-    node = doc
-    for part in dotted.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
-    return node
 
 
 def _convert(source: str, value: Any) -> Any:
@@ -562,18 +552,16 @@ def _copy(value: Any) -> Any:
     return value
 
 
-def _fill(doc: Dict[str, Any], dotted: str, value: Any) -> bool:
+def _fill(doc: Dict[str, Any], dotted: str, value: Any) -> None:
     """Set ``dotted`` unless the document already has it (or a step of it is not an object)."""
     parts = dotted.split(".")
     node = doc
     for part in parts[:-1]:
         child = node.get(part)
         if child is not None and not isinstance(child, dict):
-            return False
+            return
         # each object on the way is copied: the document the caller passed is never changed
         child = node[part] = dict(child or {})
         node = child
-    if node.get(parts[-1]) is not None:
-        return False
-    node[parts[-1]] = value
-    return True
+    if node.get(parts[-1]) is None:
+        node[parts[-1]] = value
