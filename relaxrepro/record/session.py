@@ -38,11 +38,15 @@ def output_directory(given: Any, env: Mapping[str, str]) -> str:
     its parents: a run's log directory (``runs/$SLURM_JOB_ID``) seldom exists before the run. A directory
     that cannot be made is left to the write, whose warning names the reason."""
     directory = output_dir(given, env)
+    _make_dirs(directory)
+    return directory
+
+
+def _make_dirs(directory: str) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
     except OSError:
-        pass
-    return directory
+        pass  # the write's warning names the reason
 
 
 def unfound_parent(doc: Mapping[str, Any]) -> Optional[str]:
@@ -62,10 +66,7 @@ def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optiona
     from ..manifest import writer
 
     if path is not None:  # --output runs/42/manifest.json: its folder is made as --output-dir's is
-        try:
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        except OSError:
-            pass  # the write's warning names the reason
+        _make_dirs(os.path.dirname(os.path.abspath(path)))
     result = writer.write(doc, directory=directory, path=path, redactor=redactor,
                           env=dict(env) if env is not None else None)
     if result.path is not None and path is None and result.run_id and result.run_id != doc.get("run_id"):
