@@ -17,11 +17,12 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 """1.0: the foundation sections. 1.1 adds the optional sections seeds, data, container, scheduler,
 lineage, outcome and heterogeneity (and fields inside the 1.0 sections). 1.2 writes ``config.files`` as
 Relax's reader wants it (an object: path -> digest; see :data:`CONFIG_FILE_MAPS`) and adds
-``command.working_directory``. Readers take every 1.x."""
+``command.working_directory``. 1.3 adds ``results`` (metrics, outputs, trace), ``lineage.replay_of`` and
+``lineage.trackers``. Readers take every 1.x."""
 MAJOR = 1
 """The major version this relaxrepro reads; another major is refused."""
 

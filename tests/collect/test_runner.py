@@ -86,4 +86,4 @@ def test_build_has_every_section_and_probe_entries():
         assert isinstance(doc[section], dict)
     assert doc["runtime"] == {"mode": "local"}
     assert doc["collection"]["probes"]["fine"]["status"] == "ok"
-    assert doc["schema_version"] == SCHEMA_VERSION == "1.2"
+    assert doc["schema_version"] == SCHEMA_VERSION == "1.3"
