@@ -151,6 +151,23 @@ def _add_compare(sub: "argparse._SubParsersAction") -> None:
     cmp_.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def _add_report(sub: "argparse._SubParsersAction") -> None:
+    rep = sub.add_parser(
+        "report", help="one self-contained HTML page: a run, two runs' diff, or every run (sweeps, lineage)",
+        description="Write one HTML file (no network, no external file; readable with scripts off). One run "
+        "(a manifest, or a run id found under the directories given): its page, with its lineage. Two runs: "
+        "their diff side by side. Directories: every run below them, a sweep per group, the lineage graph. "
+        "Default file: report_<run-id>.html (report_<a>_vs_<b>.html, report_<group>.html, report.html); an "
+        "existing file is replaced only if it is a relaxrepro report.")
+    rep.add_argument("inputs", nargs="*", metavar="RUN|MANIFEST|DIR", help="default: every run below .")
+    rep.add_argument("--output", "-o", metavar="OUT", help="the file to write, or a directory to write it in")
+    rep.add_argument("--against", metavar="MANIFEST", help="one run: add check's verdicts against this manifest")
+    rep.add_argument("--here", action="store_true", help="one run: add check's verdicts against this machine")
+    rep.add_argument("--group", metavar="NAME", help="directories: only this group's runs (a sweep page)")
+    rep.add_argument("--chart", metavar="COLUMN", help="the sweep column to chart (metric.NAME, arg.NAME, ...; "
+                     "default: the first metric, else the first numeric column)")
+
+
 def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
     fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
                         description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
@@ -262,7 +279,7 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
 # In the order `relaxrepro --help` lists them.
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
-    ("compare", _add_compare), ("fingerprint", _add_fingerprint), ("merge", _add_merge),
+    ("compare", _add_compare), ("report", _add_report), ("fingerprint", _add_fingerprint), ("merge", _add_merge),
     ("check", _add_check), ("diff", _add_diff), ("rerun", _add_rerun), ("restore", _add_restore),
 )
 

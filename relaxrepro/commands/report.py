@@ -1,0 +1,293 @@
+"""``relaxrepro report RUN|MANIFEST|DIR... [-o report.html]``: one self-contained HTML page.
+
+What the inputs select: one run (a manifest file, or a run id found under the directories given, else
+under ``.``) gives a run page, with its ancestry and descendants when directories are given; two runs give
+the ``diff`` of the two; directories alone give every run below them: a table, the lineage graph, a sweep
+per group (``compare``'s table) and a card per run; ``--group NAME`` only that group's runs.
+
+The data comes from the commands that already compute it (``compare_group``, ``ancestry``,
+``diff_documents``, ``check``'s rules); :mod:`.report_html` turns it into the page. The page is written
+atomically, and only over a file that is itself a relaxrepro report.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from ..manifest import index
+from ..manifest.fields import get
+from ..manifest.reader import ManifestError, read_manifest_file
+from . import report_html as H
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+FIELDS = ("schema_version", "run_id", "generated_at", "command", "code", "hardware", "environment", "lineage",
+          "outcome", "results", "seeds", "training")
+"""The sections a run's card in a many-run page shows (the bulky ``config`` is not read)."""
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+
+
+class _Refused(Exception):
+    """A request refused: one ``error:`` line, exit 2."""
+
+
+class _Unreadable(_Refused):
+    """A manifest that cannot be read: one line as ``check`` and ``diff`` word it, exit 2."""
+
+
+def _fail(template: str, *values: Any) -> int:
+    say("relaxrepro report: error: " + template, *values)
+    return EXIT_USAGE
+
+
+def _read(path: str) -> Dict[str, Any]:
+    try:
+        return read_manifest_file(path)[0]
+    except ManifestError as exc:
+        raise _Unreadable("%s: %s" % (path, exc)) from None
+
+
+def _find(run_id: str, roots: Sequence[str]) -> str:
+    for e in index.scan(roots, ("schema_version", "run_id")):
+        if e.error is None and e.run_id == run_id:
+            return e.path
+    raise _Refused("run %s not found under %s (give a manifest file or a directory holding it)"
+                   % (run_id, ", ".join(roots)))
+
+
+def _name(*parts: Any) -> str:
+    """The default file name: ``report_<run-id>.html`` (``_vs_`` between two); ``report.html`` when a part
+    could not safely name a file."""
+    if parts and all(isinstance(p, str) and _SAFE_NAME.match(p) for p in parts):
+        return "report_%s.html" % "_vs_".join(parts)
+    return "report.html"
+
+
+def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str, str]]]:
+    """Nodes and edges of runs: depth from the parent chain (a parent not among them is a ``missing``
+    node), parent edges, and same-group edges between consecutive runs of a group."""
+    by_id = {str(d.get("run_id")): d for d in docs}
+    depth: Dict[str, int] = {}
+    nodes: List[Dict[str, Any]] = []
+    edges: List[Tuple[str, str, str]] = []
+    missing: Dict[str, int] = {}
+
+    def depth_of(rid: str) -> int:
+        chain: List[str] = []
+        cur: Optional[str] = rid
+        while cur is not None and cur in by_id and cur not in depth and cur not in chain:
+            chain.append(cur)
+            cur = index.parent_id(by_id[cur])
+        # Below a placed run; a missing parent sits at depth 0; a root, or a cycle, starts at 0.
+        base = depth[cur] if cur in depth else 0 if cur is not None and cur not in by_id else -1
+        for i, r in enumerate(reversed(chain)):
+            depth[r] = base + 1 + i
+        return depth[rid]
+
+    for rid, d in by_id.items():
+        parent = index.parent_id(d)
+        if parent is not None and parent not in by_id:
+            missing.setdefault(parent, 0)
+        if parent is not None:
+            edges.append((parent, rid, "parent"))
+    for rid, d in by_id.items():
+        bad = isinstance(d.get("outcome"), dict) and d["outcome"].get("status") not in ("ok", None)
+        sub = " ".join(x for x in (str(get(d, "lineage.group", "") or ""), index.outcome_text(d)) if x and x != "-")
+        nodes.append({"id": rid, "depth": depth_of(rid), "sub": sub, "bad": bad,
+                      "title": "%s %s" % (rid, sub)})
+    nodes += [{"id": m, "depth": 0, "sub": "missing", "missing": True} for m in sorted(missing)]
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for d in docs:
+        g = get(d, "lineage.group", None)
+        if isinstance(g, str) and g:
+            groups.setdefault(g, []).append(d)
+    for members in groups.values():
+        for a, b in zip(members, members[1:]):
+            edges.append((str(a.get("run_id")), str(b.get("run_id")), "group"))
+    nodes.sort(key=lambda n: (n["depth"], str(get(by_id.get(n["id"]), "lineage.group", "") or ""), n["id"]))
+    return nodes, edges
+
+
+def _by_time(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return sorted(docs, key=lambda d: (str(d.get("generated_at") or ""), str(d.get("run_id") or "")))
+
+
+# -- the pages -------------------------------------------------------------------------------------
+
+def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = "") -> str:
+    """One run: its full card, ``check``'s verdicts when asked, its ancestry and descendants under ``roots``."""
+    from .lineage import ancestry
+
+    result = ancestry(path, list(roots))
+    chain = [c for c in result["chain"] if c.get("run_id") is not None]
+    nodes = [{"id": str(c["run_id"]), "depth": i, "missing": c.get("missing"),
+              "sub": "missing" if c.get("missing") else "ancestor", "bad": False} for i, c in enumerate(chain)]
+    edges = [(str(a["run_id"]), str(b["run_id"]), "parent") for a, b in zip(chain, chain[1:])]
+    rid = str(doc.get("run_id"))
+    if nodes:
+        nodes[-1]["sub"] = "this run"
+    if roots:  # descendants: runs whose parent chain reaches this one
+        children: Dict[str, List[str]] = {}
+        for e in index.scan(roots, ("schema_version", "run_id", "lineage")):
+            if e.error is None and e.run_id and index.parent_id(e.doc):
+                children.setdefault(str(index.parent_id(e.doc)), []).append(e.run_id)
+        level, seen, base = [rid], {n["id"] for n in nodes}, len(nodes) - 1
+        while level and len(nodes) < 300:
+            base += 1
+            nxt = []
+            for p in level:
+                for c in sorted(children.get(p, ())):
+                    if c not in seen:
+                        seen.add(c)
+                        nodes.append({"id": c, "depth": base, "sub": "descendant", "bad": False})
+                        edges.append((p, c, "parent"))
+                        nxt.append(c)
+            level = nxt
+    steps = "".join("<li>%s &rarr; %s (%s): %s</li>" % (H.esc(s["from"]), H.esc(s["to"]), H.esc(s["reason"]),
+                                                          H.esc(s["summary"])) for s in result["steps"])
+    lineage = '<section id="lineage"><h2>Lineage</h2>%s%s</section>\n' % (
+        H.lineage_svg(nodes, edges, [rid]), "<ol>%s</ol>" % steps if steps else "")
+    body = H.run_section(doc, full=True, check=check) + lineage
+    return H.page("Run %s" % rid, "run", body, H.esc(path))
+
+
+def diff_page(paths: Sequence[str], docs: Sequence[Dict[str, Any]]) -> str:
+    """Two runs: ``diff``'s changes side by side in its ranking, then both cards."""
+    from .diff import CATEGORIES, diff_documents, summary_line
+
+    changes, hidden = diff_documents(docs[0], docs[1])
+    body = H.diff_section(changes, hidden, summary_line(changes, hidden), docs[0].get("run_id"),
+                          docs[1].get("run_id"), CATEGORIES)
+    body += '<div class="two">%s</div>' % "".join("<div>%s</div>" % H.run_section(d, full=False) for d in docs)
+    return H.page("%s vs %s" % (docs[0].get("run_id"), docs[1].get("run_id")), "diff", body,
+                  H.esc(" vs ".join(paths)))
+
+
+def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str] = None,
+              chart: Optional[str] = None) -> str:
+    """Many runs: the table, the lineage graph, one sweep per group of two runs or more, a card per run."""
+    from .compare import compare_group
+
+    docs = _by_time([e.doc for e in entries])
+    paths = {e.run_id: e.path for e in entries}
+    by_id = {str(d.get("run_id")): d for d in docs}
+    members: Dict[str, List[str]] = {}
+    for d in docs:
+        g = get(d, "lineage.group", None)
+        if isinstance(g, str) and g:
+            members.setdefault(g, []).append(paths[d["run_id"]])
+    sweeps = "".join(H.sweep_section(compare_group(g, members[g]), by_id, chart)
+                     for g in sorted(members) if len(members[g]) > 1 or g == group)
+    nodes, edges = _graph(docs)
+    body = ('<section id="runs"><h2>Runs</h2>%s</section>\n%s<section id="lineage"><h2>Lineage</h2>%s</section>\n'
+            '%s' % (H.runs_table(docs), sweeps, H.lineage_svg(nodes, edges, by_id),
+                    "".join(H.run_section(d, full=False) for d in docs)))
+    title = "Sweep %s" % group if group else "%d runs" % len(docs)
+    return H.page(title, "sweep" if group else "runs", body, H.esc(", ".join(roots)))
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+def _ours(path: str) -> bool:
+    """Whether ``path`` is a report this command wrote (the only kind of file it replaces)."""
+    from ..std.files import read_regular
+
+    try:
+        head = read_regular(path, 2048)
+    except OSError:
+        return False
+    return head.startswith(b"<!DOCTYPE html>") and (b'<meta name="generator" content="%s ' % H.GENERATOR.encode()
+                                                    ) in head
+
+
+def target(output: Optional[str], default: str) -> str:
+    """Where the page goes: ``-o FILE``, ``-o DIR`` (the default name inside), else the default name here.
+    Raises :class:`_Refused` over a file that is not a relaxrepro report."""
+    path = default if output is None else os.path.join(output, default) if os.path.isdir(output) else output
+    if os.path.lexists(path) and not _ours(path):
+        raise _Refused("%s exists and is not a relaxrepro report: not replaced (name another file with -o)" % path)
+    return path
+
+
+def write(path: str, text: str) -> None:
+    from ..manifest.writer import replace_atomically
+
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    replace_atomically(path, text.encode("utf-8", "replace"))
+
+
+def run(args: argparse.Namespace) -> int:
+    inputs = list(args.inputs) or ["."]
+    roots = [p for p in inputs if os.path.isdir(p)]
+    try:
+        picked: List[str] = []
+        for p in inputs:
+            if os.path.isdir(p):
+                continue
+            picked.append(p if os.path.lexists(p) or os.sep in p else _find(p, roots or ["."]))
+        if args.group is not None and picked:
+            return _fail("--group takes directories only, not %s", picked[0])
+        if len(picked) > 2:
+            return _fail("give one run (its page), two (their diff) or directories (every run); got %d runs",
+                         len(picked))
+        if (args.against or args.here) and len(picked) != 1:
+            return _fail("--against and --here judge one run: give exactly one manifest or run id")
+        if args.chart is not None and picked:
+            return _fail("--chart draws a sweep: give directories")
+        docs = [_read(p) for p in picked]
+        if len(docs) == 1:
+            check = _check(docs[0], args) if (args.against or args.here) else ""
+            text = run_page(picked[0], docs[0], roots, check)
+            default = _name(docs[0].get("run_id"))
+        elif len(docs) == 2:
+            text = diff_page(picked, docs)
+            default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
+        else:
+            entries = index.scan(roots, FIELDS)
+            for e in entries:
+                if e.error is not None:
+                    say("relaxrepro report: warning: unreadable: %s: %s", e.path, e.error)
+            good = [e for e in entries if e.error is None and
+                    (args.group is None or get(e.doc, "lineage.group", None) == args.group)]
+            if not good:
+                say("relaxrepro report: error: no %s under %s", "runs in group '%s'" % args.group if args.group
+                    else "manifest_*.json", ", ".join(roots))
+                return EXIT_FAIL
+            text = runs_page(good, roots, args.group, args.chart)
+            default = _name(args.group) if args.group else "report.html"
+        path = target(args.output, default)
+        write(path, text)
+    except _Unreadable as exc:
+        say("relaxrepro report: %s", str(exc))
+        return EXIT_USAGE
+    except _Refused as exc:
+        return _fail("%s", str(exc))
+    except OSError as exc:
+        from ..manifest.writer import describe_os_error
+
+        return _fail("%s", describe_os_error(exc, args.output or "the report"))
+    say("%s", path, out=sys.stdout)
+    return EXIT_OK
+
+
+def _check(doc: Dict[str, Any], args: argparse.Namespace) -> str:
+    """``check``'s verdicts: against the manifest ``--against`` names, or this machine (``--here``)."""
+    from .check import evaluate, summary_line
+    from .check_rules import Report, cell, compare_documents
+
+    if args.against:
+        other = _read(args.against)
+        report = Report(items=compare_documents(doc, other), run_id=cell(doc.get("run_id")))
+        where = "compared with %s (run %s)" % (args.against, other.get("run_id"))
+    else:
+        report = evaluate(doc, repos={}, env=dict(os.environ))
+        where = "compared with this machine"
+    return H.check_block(report.items, summary_line(report), where)
