@@ -115,7 +115,7 @@ def anchor(run_id: Any) -> str:
     return "run-" + re.sub(r"[^A-Za-z0-9_-]", "-", str(run_id))[:96]
 
 
-def _num(value: Any) -> Optional[float]:
+def number(value: Any) -> Optional[float]:
     """A recorded number (or the strings "NaN"/"Infinity" the writer uses for non-finite metrics)."""
     if isinstance(value, bool):
         return None
@@ -317,7 +317,7 @@ def _metrics(doc: Any) -> Dict[str, Any]:
 def summary_rows(doc: Any) -> List[Tuple[str, str]]:
     """The headline of a run: when, how it ended, the command, the code, the machine, the lineage."""
     outcome = section(doc, "outcome")
-    dur = _num(outcome.get("duration_s"))
+    dur = number(outcome.get("duration_s"))
     argv = get(doc, "command.argv", None)
     rows = [("run id", esc(doc.get("run_id"))), ("when (UTC)", esc(doc.get("generated_at"))),
             ("ended", '<span class="%s">%s</span>' % ("ok" if outcome.get("status") == "ok" else "bad" if outcome else
@@ -419,7 +419,7 @@ def _probes(doc: Any) -> str:
             status = str(p.get("status"))
             warnings = p.get("warnings") if isinstance(p.get("warnings"), list) else []
             rows.append([esc(name), ("<span class=\"%s\">%s</span>" % (esc(status), esc(status)), None),
-                         (esc(p.get("seconds")), _num(p.get("seconds"))), "<br>".join(esc(w) for w in warnings)])
+                         (esc(p.get("seconds")), number(p.get("seconds"))), "<br>".join(esc(w) for w in warnings)])
     return table(["probe", "status", "seconds", "warnings"], rows, sortable=True) if rows else \
         '<p class="mute">collection not recorded</p>'
 
@@ -468,7 +468,7 @@ def runs_table(docs: Sequence[Any]) -> str:
         m = _metrics(d)
         rows.append(['<a href="#%s">%s</a>' % (anchor(rid), esc(rid)), esc(d.get("generated_at")),
                      esc(get(d, "lineage.group", None)), esc(outcome_text(d))]
-                    + [(esc(m.get(k, "")), _num(m.get(k))) for k in names])
+                    + [(esc(m.get(k, "")), number(m.get(k))) for k in names])
     return table(["run", "when (UTC)", "group", "ended"] + [esc("metric." + k) for k in names], rows, sortable=True)
 
 
@@ -486,7 +486,7 @@ def sweep_section(result: Mapping[str, Any], docs: Mapping[str, Any], chart: Opt
     rows = []
     for i, r in enumerate(runs):
         rows.append(['<a href="#%s">%s</a>' % (anchor(r["run_id"]), esc(r["run_id"]))]
-                    + [(cell(col[i], 80), _num(col[i])) for _, col in cols])
+                    + [(cell(col[i], 80), number(col[i])) for _, col in cols])
     gid = "group-" + anchor(result["group"])[4:]
     text = ['<section id="%s" class="sweep"><h2>Sweep %s</h2><p>%s</p>' % (
         gid, esc(result["group"]), esc("%d runs; %d of %d recorded values vary" % (
@@ -499,14 +499,14 @@ def sweep_section(result: Mapping[str, Any], docs: Mapping[str, Any], chart: Opt
              if k not in ("group", "runs", "varying", "compared", "unreadable", "metrics") and v}
     if extra:
         text.append(tree(extra))
-    numeric = [k for k, col in cols if any(_num(v) is not None for v in col)]
+    numeric = [k for k, col in cols if any(number(v) is not None for v in col)]
     pick = chart if chart is not None else (numeric[0] if numeric else None)
     if pick is not None:
         col = dict(cols).get(pick)
         if col is None:
             text.append('<p class="mute">%s</p>' % esc("chart: %s does not vary in this group" % pick))
         else:
-            text.append(chart_svg(pick, [(str(r["run_id"]), _num(v)) for r, v in zip(runs, col)]))
+            text.append(chart_svg(pick, [(str(r["run_id"]), number(v)) for r, v in zip(runs, col)]))
     return "".join(text) + "</section>\n"
 
 

@@ -1,0 +1,94 @@
+"""The report's HTML builders, pure: escaping per context, the page shell, the SVGs."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+import pytest
+
+from relaxrepro.commands import report_html as H
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+    ('"><img src=x onerror=alert(1)>', "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"),
+    ("it's", "it&#x27;s"),
+    ("a\x1b[31mred\x07", "a\\x1b[31mred\\x07"),
+    ("line\nbreak", "line\\nbreak"),
+    ("rtl\u202eevil", "rtl\\u202eevil"),
+    ("lone \udc80", "lone \\udc80"),
+    (None, "-"), (True, "true"), (3.5, "3.5"),
+])
+def test_element_and_attribute_text_is_escaped(value, shown):
+    assert H.esc(value) == shown
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "JaVaScRiPt:alert(1)", " javascript:alert(1)",
+                                 "data:text/html,<script>alert(1)</script>", "vbscript:x", "//evil.example/x",
+                                 "https://ok.example/\"onmouseover=alert(1)", "https://a.example/\nx", "/etc/passwd"])
+def test_only_http_links_become_links(url):
+    out = H.link(url)
+    assert "<a" not in out and out == H.esc(url)
+
+
+def test_an_http_link_is_escaped_in_its_attribute():
+    out = H.link("https://wandb.ai/e/p/runs/1?a=1&b=2")
+    assert out == '<a href="https://wandb.ai/e/p/runs/1?a=1&amp;b=2" rel="noopener noreferrer">' \
+                  'https://wandb.ai/e/p/runs/1?a=1&amp;b=2</a>'
+
+
+def test_an_anchor_holds_only_safe_characters():
+    assert H.anchor('x"><script>') == "run-x---script-"
+    assert H.anchor("20260101_000000_abcdef0") == "run-20260101_000000_abcdef0"
+
+
+def test_the_patch_keeps_its_lines_and_colours_them():
+    out = H.patch_block("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old <b>\n+new\x1b")
+    assert '<span class="d">-old &lt;b&gt;</span>' in out
+    assert '<span class="a">+new\\x1b</span>' in out
+    assert "\n--- a/x\n+++ b/x\n" in out  # file headers are neither added nor removed lines
+
+
+def test_the_csp_admits_exactly_the_pages_own_style_and_script():
+    page = H.page("t", "run", "<p>x</p>")
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    style = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    script = re.search(r"<script>(.*?)</script>", page, re.S).group(1)
+
+    def sha(text):
+        return "'sha256-%s'" % base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+    assert csp.startswith("default-src 'none'; ")
+    assert "style-src %s;" % sha(style) in csp and "script-src %s;" % sha(script) in csp
+    assert "unsafe" not in csp and "http" not in csp
+    assert page.count("<script") == 1 and page.count("<style") == 1
+    assert len(script.encode()) <= 4096, "a few KB of hand-written script at most"
+
+
+def test_no_remote_reference_in_the_page_shell():
+    page = H.page("t", "run", "")
+    assert not re.search(r"(src|href)=|url\(|@import", page.replace('url(#ar)', ""))
+
+
+def test_lineage_svg_lays_runs_out_below_their_parents_and_links_them():
+    nodes = [{"id": "a", "depth": 0}, {"id": "b", "depth": 1, "bad": True}, {"id": '"<x>', "depth": 1}]
+    svg = H.lineage_svg(nodes, [("a", "b", "parent"), ("b", '"<x>', "group"), ("a", "gone", "parent")], ["a"])
+    assert svg.count('data-edge="parent"') == 1 and svg.count('data-edge="group"') == 1
+    assert '<a href="#run-a">' in svg and 'href="#run-b"' not in svg
+    assert '<g class="n bad" data-run="b">' in svg
+    assert "&quot;&lt;x&gt;" in svg and '"<x>' not in svg
+    ya = int(re.search(r'data-run="a"><title>a</title><rect x="\d+" y="(\d+)"', svg).group(1))
+    yb = int(re.search(r'data-run="b"><title>b</title><rect x="\d+" y="(\d+)"', svg).group(1))
+    assert yb > ya
+
+
+def test_chart_plots_numbers_and_says_when_there_is_none():
+    svg = H.chart_svg("metric.auc", [("r1", 0.5), ("r2", None), ("r3", 0.9)])
+    assert svg.count("<circle") == 2 and "r3: 0.9" in svg
+    assert "no numeric value" in H.chart_svg("arg.name", [("r1", None)])
+
+
+def test_non_finite_metrics_are_not_numbers():
+    assert [H.number(v) for v in ("NaN", "Infinity", "-Infinity", "0.5", True, None)] == [None] * 3 + [0.5, None, None]
