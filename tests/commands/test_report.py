@@ -18,6 +18,10 @@ A, B, C, D = ("20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb", "20260103_00
               "20260104_000000_ddddddd")
 
 
+PROBES = {"git": {"status": "ok", "seconds": 0.2, "warnings": []},
+          "gpu": {"status": "timeout", "seconds": 4.0, "warnings": ["nvidia-smi did not answer in 4 s"]}}
+
+
 def sweep_tree(base: Path) -> Path:
     """A base run, and a three-run lr sweep derived from it (one failed), with metrics."""
     put(base / "base", make_doc(A, generated_at="2026-01-01T00:00:00Z", lineage={"note": "base"},
@@ -30,7 +34,8 @@ def sweep_tree(base: Path) -> Path:
                                      code={"proj": {"commit": "2" * 40, "dirty": False}},
                                      lineage={"group": "lr", "parent": {"run_id": A, "reason": "explicit",
                                                                         "found": True}},
-                                     results={"metrics": {"auc": auc, "loss": 1 - i / 10}}, outcome=outcome))
+                                     results={"metrics": {"auc": auc, "loss": 1 - i / 10}}, outcome=outcome,
+                                     collection={"probes": PROBES}))
     return base
 
 
@@ -47,6 +52,7 @@ def test_one_manifest_is_a_run_page_with_its_lineage(tmp_path):
     assert 'data-run="%s"' % A in page and "this run" in page  # its parent, from the directory given
     assert "explicit" in page and "lr 0.01" not in page  # the step says what changed from the parent
     assert "auc=0.88" in page and "12.5 s" in page and "ended" in page
+    assert '<span class="timeout">timeout</span></td><td data-v="4.0">4.0</td><td>nvidia-smi did not answer' in page
 
 
 def test_a_run_id_is_found_under_the_directories_and_the_default_name_is_its_id(tmp_path, capsys):
