@@ -126,6 +126,11 @@ def number(value: Any) -> Optional[float]:
     return out if out == out and abs(out) != float("inf") else None
 
 
+def metric(value: Any) -> str:
+    """A metric in a table: a float to 6 significant digits (the cell sorts by its full value)."""
+    return esc("%.6g" % value) if isinstance(value, float) else cell(value, 80)
+
+
 def cell(value: Any, limit: int = 200) -> str:
     """A value as table text: strings as they are, other scalars and structures as compact JSON."""
     if value is MISSING:
@@ -468,7 +473,7 @@ def runs_table(docs: Sequence[Any]) -> str:
         m = _metrics(d)
         rows.append(['<a href="#%s">%s</a>' % (anchor(rid), esc(rid)), esc(d.get("generated_at")),
                      esc(get(d, "lineage.group", None)), esc(outcome_text(d))]
-                    + [(esc(m.get(k, "")), number(m.get(k))) for k in names])
+                    + [(metric(m.get(k, "")), number(m.get(k))) for k in names])
     return table(["run", "when (UTC)", "group", "ended"] + [esc("metric." + k) for k in names], rows, sortable=True)
 
 
@@ -486,7 +491,8 @@ def sweep_section(result: Mapping[str, Any], docs: Mapping[str, Any], chart: Opt
     rows = []
     for i, r in enumerate(runs):
         rows.append(['<a href="#%s">%s</a>' % (anchor(r["run_id"]), esc(r["run_id"]))]
-                    + [(cell(col[i], 80), number(col[i])) for _, col in cols])
+                    + [(metric(col[i]) if name.startswith("metric.") else cell(col[i], 80), number(col[i]))
+                       for name, col in cols])
     gid = "group-" + anchor(result["group"])[4:]
     text = ['<section id="%s" class="sweep"><h2>Sweep %s</h2><p>%s</p>' % (
         gid, esc(result["group"]), esc("%d runs; %d of %d recorded values vary" % (

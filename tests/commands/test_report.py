@@ -180,7 +180,8 @@ def test_a_hostile_run_id_never_names_the_file(tmp_path, capsys):
 # -- refusals ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, message", [
-    (["a.json", "b.json", "c.json"], "give one run (its page), two (their diff) or directories (every run); got 3 runs"),
+    (["a.json", "b.json", "c.json"],
+     "give one run (its page), two (their diff) or directories (every run); got 3 runs"),
     (["--group", "lr", "x.json"], "--group takes directories only, not x.json"),
     (["--here"], "--against and --here judge one run: give exactly one manifest or run id"),
     (["x.json", "--chart", "arg.lr"], "--chart draws a sweep: give directories"),
