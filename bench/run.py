@@ -79,6 +79,7 @@ CASES = [
     ("base-pyz-small", "baseline", "baseline pyz generate, small repo"),
     ("ls", "read", "package ls, 10,000 manifests"),
     ("merge", "read", "package merge, 1,000 fragments"),
+    ("report", "read report", "package report, 1,000 manifests (runs, 50 sweeps, lineage; bench/report.py)"),
     ("ray-generate", "ray", "pyz generate, live one-node Ray (ML venv)"),
     ("ray-status", "ray", "peer: ray status"),
     ("ray-list", "ray", "peer: ray list nodes"),
@@ -291,6 +292,9 @@ def main(argv=None) -> int:
             add("base-check", [py, "-m", "relaxrepro", "check", a], env_base, repo, ok_rc=(0, 1))
         if "ls" in need:
             add("ls", [py, "-m", "relaxrepro", "ls", _setup.ls_tree()], env_pkg)
+        if "report" in need:
+            add("report", [py, "-m", "relaxrepro", "report", _setup.ls_tree(1000), "-o", os.path.join(work, "r.html")],
+                env_pkg)
         if "merge" in need:
             mpath, frags = _setup.merge_inputs(os.path.join(work, "merge"))
             # merge never overwrites its output: a fresh name per process (runpy costs what -m does)
@@ -377,6 +381,7 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     budget("generate with live Ray <= 1.3x the faster of ray status / ray list nodes (per round)",
            pair_ratio(results, "ray-generate", ("ray-status", "ray-list")), 1.3, "x")
     budget("diff <= 40 ms", med.get("diff"), 40, "ms")
+    budget("report of 1,000 runs <= 2 s", med.get("report"), 2000, "ms")
     budget("check <= generate (same repo, package)", pair_ratio(results, "check", "pkg-small"), 1.0, "x")
     budget(".pyz start-up <= 1.2x package (--version)", pair_ratio(results, "pyz-version", "pkg-version"), 1.2, "x")
     budget(".pyz generate <= 1.2x package generate", pair_ratio(results, "pyz-small", "pkg-small"), 1.2, "x")

@@ -27,9 +27,10 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     import argparse
     from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-FIELDS = ("schema_version", "run_id", "generated_at", "command", "code", "hardware", "environment", "lineage",
+FIELDS = ("schema_version", "run_id", "generated_at", "command", "code", "hardware", "lineage",
           "outcome", "results", "seeds", "training")
-"""The sections a run's card in a many-run page shows (the bulky ``config`` is not read)."""
+"""The sections a run's card in a many-run page shows: not the bulky ``config`` and ``environment``, whose
+reading would parse every file whole (``compare`` reads each sweep's runs whole once)."""
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
