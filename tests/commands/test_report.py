@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relaxrepro import cli
-from tests.helpers.common import FIXTURES, run_cli
+from tests.helpers.common import FIXTURES, generate, make_repo, run_cli
 from tests.helpers.recording import make_doc, put
 
 A, B, C, D = ("20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb", "20260103_000000_ccccccc",
@@ -207,3 +207,17 @@ def test_no_runs_is_exit_1_and_unreadable_ones_are_named(tmp_path):
     res = run_cli("report", "runs", "--group", "nope", cwd=tmp_path)
     assert res.stderr.splitlines()[-1] == "relaxrepro report: error: no runs in group 'nope' under runs"
     assert not list(tmp_path.glob("*.html"))
+
+
+def test_a_real_run_reported_here_with_its_patch_and_checks_verdicts(tmp_path):
+    repo = make_repo(tmp_path / "proj", {"train.py": "lr = 1\n"})
+    (repo / "train.py").write_text("lr = 2  # <b>tuned</b>\n")
+    generate(tmp_path, command=["python", "train.py"], cwd=repo)
+    manifest = next(tmp_path.glob("m_*.json"))
+    res = run_cli("report", str(manifest), "--here", "-o", str(tmp_path / "r.html"), cwd=repo)
+    assert res.returncode == 0, res.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "compared with this machine: <b>PASS" in page or "compared with this machine: <b>WARN" in page
+    assert '<span class="d">-lr = 1</span>' in page
+    assert '<span class="a">+lr = 2  # &lt;b&gt;tuned&lt;/b&gt;</span>' in page
+    assert "<td>code proj commit</td>" in page and "1 lines" not in page
