@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 TOOLS = ("wandb", "mlflow", "tensorboard")
 ENV_SWITCH = "RELAXREPRO_INTEGRATIONS"
-"""``RELAXREPRO_INTEGRATIONS=0`` (or false/no/off) turns the attachment off unless the call says ``integrations=True``."""
+"""``RELAXREPRO_INTEGRATIONS=0`` (or false/no/off) turns attaching off, unless a call says ``integrations=True``."""
 SEND_S = 10.0
 """Seconds the trainer waits for the trackers to take the manifest (an MLflow server or artifact store
 across a network); past it the trainer carries on with one warning and the upload finishes, or not, behind it."""
@@ -139,12 +139,17 @@ def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> Non
     doc["lineage"] = lineage
 
 
-_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@]*@")
 
 
 def strip_credentials(uri: str) -> str:
     """``uri`` without ``user:password@`` and without its query and fragment (``?token=``, ``?sig=``)."""
     return _USERINFO.sub(r"\1", uri).split("#", 1)[0].split("?", 1)[0]
+
+
+def scrub(text: str) -> str:
+    """A tracker's error message without the ``user:password@`` of the URLs it quotes (its tracking URI)."""
+    return _USERINFO.sub(r"\1", text)
 
 
 # -- what the trackers are given ---------------------------------------------------------------------
@@ -216,7 +221,7 @@ def send(found: Sequence[Attachment], path: str, info: Dict[str, Any], modules: 
         try:
             _SENDERS[a.tool](a.handle, path, info, modules, final)
         except Exception as exc:
-            warnings.append("%s: %s: %s" % (NAMES[a.tool], type(exc).__name__, exc))
+            warnings.append(scrub("%s: %s: %s" % (NAMES[a.tool], type(exc).__name__, exc)))
     return warnings
 
 

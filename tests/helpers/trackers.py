@@ -67,7 +67,8 @@ def run_trainer(tmp_path: Path, tool: str, *extra_argv: str, env: Optional[Dict[
     result = tmp_path / ("result-%s.json" % uuid.uuid4().hex[:8])
     marker = uuid.uuid4().hex
     child_env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
-                          WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"), WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"),
+                          WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"),
+                          WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"),
                           WANDB_DATA_DIR=str(tmp_path / "wandb-data"),
                           TEST_MLFLOW_URI="sqlite:///%s" % (tmp_path / "mlflow.db"),
                           TEST_MLFLOW_ARTIFACTS=str(tmp_path / "artifacts"), TEST_TB_DIR=str(tmp_path / "tb"),
