@@ -50,7 +50,6 @@ elif tool == "tensorboard":
 else:
     with relaxrepro.recorded({"lr": 0.1}, output_dir=out, **options) as m:
         pass
-    import relaxrepro.record.trackers
 info["path"] = m.path
 info["run_id"] = m.run_id
 info["modules"] = sorted(sys.modules)
