@@ -382,7 +382,9 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
     Changes made to the manifest inside the block (``update_manifest`` after ``ray.init()``) are
     written at exit together with the outcome. Under ``relaxrepro run`` both go into run's manifest
     (see :func:`write_manifest`); run then lays the process's exit status or signal over this
-    outcome, which keeps ``exception_type`` from here.
+    outcome, which keeps ``exception_type`` from here. The trainer's active W&B, MLflow and TensorBoard runs get
+    the manifest at entry and the final one at exit (see :func:`write_manifest`; ``integrations=False`` turns
+    that off, ``tensorboard=writer`` names a writer the caller's frames do not hold).
     """
 
     def __init__(self, args: Any = None, output_dir: "os.PathLike[str] | str | None" = None, *,

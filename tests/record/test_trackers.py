@@ -60,6 +60,13 @@ def test_nothing_is_found_in_a_process_without_trackers():
     assert trackers.find({"json": json}, sys._getframe(), None) == []
 
 
+def test_a_writer_given_explicitly_is_the_one_attached(tmp_path):
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    (found,) = trackers.find({}, sys._getframe(), writer)
+    assert (found.tool, found.entry, found.handle) == (
+        "tensorboard", {"tool": "tensorboard", "log_dir": str(tmp_path / "tb")}, writer)
+
+
 def test_the_summary_and_mlflow_tags_of_a_manifest():
     doc = {"run_id": "20260101_000000_abcdef0", "code": {"megatron": {"commit": "a" * 40, "dirty": True},
                                                          "trainer": {"commit": "b" * 40, "dirty": False}},
