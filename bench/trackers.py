@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -30,6 +31,7 @@ def main() -> int:
     try:
         import wandb
     except ImportError:
+        shutil.rmtree(tmp, ignore_errors=True)
         print("wandb is not installed for %s: nothing measured" % sys.executable)
         return 0
     import relaxrepro
@@ -84,6 +86,7 @@ def main() -> int:
     finally:
         run.finish()
         wandb.teardown()
+        shutil.rmtree(tmp, ignore_errors=True)
     ms = lambda xs: statistics.median(xs) * 1000  # noqa: E731
     print("rounds: %d (W&B %s, offline)" % (rounds, wandb.__version__))
     print("write_manifest, integrations off: %.2f ms" % ms(plain))
