@@ -80,6 +80,7 @@ CASES = [
     ("ls", "read", "package ls, 10,000 manifests"),
     ("merge", "read", "package merge, 1,000 fragments"),
     ("report", "read report", "package report, 1,000 manifests (runs, 50 sweeps, lineage; bench/report.py)"),
+    ("attach", "trackers", "bench/trackers.py 5: W&B offline, write_manifest attached vs not (own share: its output)"),
     ("ray-generate", "ray", "pyz generate, live one-node Ray (ML venv)"),
     ("ray-status", "ray", "peer: ray status"),
     ("ray-list", "ray", "peer: ray list nodes"),
@@ -301,6 +302,9 @@ def main(argv=None) -> int:
             add("merge", [py, "-c", "import os, runpy, sys; sys.argv = ['relaxrepro', 'merge', %r, %r, '-o', "
                           "'%s.%%d' %% os.getpid()]; runpy.run_module('relaxrepro', run_name='__main__')"
                           % (mpath, frags, os.path.join(work, "merged"))], env_pkg)
+
+        add("attach", [_setup.venv_python(os.path.join(ROOT, ".venv")), os.path.join(ROOT, "bench", "trackers.py"),
+                       "5"], env_pkg)  # the tests' venv (tests/requirements-ml.txt: wandb)
 
         if "pyz-cold" in need:  # before anything has unpacked this build
             cold_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(work, "coldcache"))

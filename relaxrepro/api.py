@@ -258,9 +258,13 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
     return manifest
 
 
-def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[str] | str | None" = None
-                   ) -> Optional[str]:
+def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[str] | str | None" = None, *,
+                   integrations: Optional[bool] = None, tensorboard: Any = None) -> Optional[str]:
     """Write ``manifest_<run-id>.json`` into ``directory`` (created if needed) atomically.
+
+    Attached to the trainer's active W&B run, MLflow run and TensorBoard ``SummaryWriter`` (found in the
+    caller's frames, or given as ``tensorboard=writer``), which ``lineage.trackers`` records; see
+    :mod:`relaxrepro.record.trackers`. ``integrations=False`` (or ``RELAXREPRO_INTEGRATIONS=0``) turns that off.
 
     Default directory: ``$RELAXREPRO_OUTPUT_DIR``, else ``.``. Returns the path, or None (one
     warning logged). Writing the same manifest to the same directory again returns the first path:
@@ -273,6 +277,14 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
     """
     if manifest is None:
         return None
+    found = _find_trackers(manifest, integrations, tensorboard)
+    path = _write(manifest, directory)
+    if path is not None and found:
+        _send_trackers(found, path, manifest)
+    return path
+
+
+def _write(manifest: Dict[str, Any], directory: "os.PathLike[str] | str | None") -> Optional[str]:
     try:
         from .manifest.model import new_run_id
 
@@ -307,6 +319,45 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
         return None
 
 
+def _find_trackers(manifest: Dict[str, Any], integrations: Optional[bool], tensorboard: Any) -> List[Any]:
+    """The tracker runs of the trainer (never imported here), noted under ``lineage.trackers``; [] when off."""
+    try:
+        from .record import trackers
+
+        if not trackers.enabled(integrations, os.environ):
+            return []
+        found = trackers.find(sys.modules, sys._getframe(1), tensorboard)
+        if found:
+            from .manifest import redact
+
+            with _lock:
+                trackers.note(manifest, found, redact.policy_of(manifest))
+        return found
+    except Exception as exc:
+        log.warning("relaxrepro: could not look for tracker runs: %s: %s", type(exc).__name__, exc)
+        return []
+
+
+def _send_trackers(found: List[Any], path: str, manifest: Dict[str, Any], final: bool = False) -> None:
+    """Hand the written manifest to the tracker runs, waiting at most ``trackers.SEND_S`` (one warning)."""
+    try:
+        from .manifest import redact
+        from .record import trackers
+
+        with _lock:
+            info = trackers.summary(manifest, redact.policy_of(manifest))
+        done, value = _bounded(functools.partial(trackers.send, found, path, info, sys.modules, final),
+                               trackers.SEND_S, "trackers")
+        if not done:
+            value = ["%s: %s" % (", ".join(trackers.NAMES[a.tool] for a in found),
+                                 "no answer within %g s; the trainer carries on" % trackers.SEND_S
+                                 if value is None else "%s: %s" % (type(value).__name__, value))]
+        if value:
+            log.warning("relaxrepro: could not attach the manifest to %s", "; ".join(value))
+    except Exception as exc:
+        log.warning("relaxrepro: could not attach the manifest: %s: %s", type(exc).__name__, exc)
+
+
 def _same_dir(a: str, b: str) -> bool:
     try:
         return os.path.samefile(a or ".", b or ".")
@@ -331,21 +382,25 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
     Changes made to the manifest inside the block (``update_manifest`` after ``ray.init()``) are
     written at exit together with the outcome. Under ``relaxrepro run`` both go into run's manifest
     (see :func:`write_manifest`); run then lays the process's exit status or signal over this
-    outcome, which keeps ``exception_type`` from here.
+    outcome, which keeps ``exception_type`` from here. The trainer's active W&B, MLflow and TensorBoard runs get
+    the manifest at entry and the final one at exit (see :func:`write_manifest`; ``integrations=False`` turns
+    that off, ``tensorboard=writer`` names a writer the caller's frames do not hold).
     """
 
     def __init__(self, args: Any = None, output_dir: "os.PathLike[str] | str | None" = None, *,
-                 all_ranks: bool = False, **options: Any) -> None:
+                 all_ranks: bool = False, integrations: Optional[bool] = None, tensorboard: Any = None,
+                 **options: Any) -> None:
         self._args = args
         self._output_dir = output_dir
         self._all_ranks = all_ranks
+        self._trackers: Dict[str, Any] = {"integrations": integrations, "tensorboard": tensorboard}
         self._options = options
         self._local = threading.local()
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def wrapper(*a: Any, **kw: Any) -> Any:
-            with recorded(self._args, self._output_dir, all_ranks=self._all_ranks, **self._options):
+            with recorded(self._args, self._output_dir, all_ranks=self._all_ranks, **self._trackers, **self._options):
                 return func(*a, **kw)
 
         return wrapper
@@ -364,7 +419,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
             m = collect_manifest(self._args, output_dir=out, **self._options)
             m = update_manifest(m)
             state.manifest = m
-            state.path = write_manifest(m, out)
+            state.path = write_manifest(m, out, **self._trackers)
             return m
         except Exception as exc:  # pragma: no cover - every call above already keeps the promise
             log.warning("relaxrepro: could not record this run: %s: %s", type(exc).__name__, exc)
@@ -384,13 +439,17 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 # process's exit status or signal over it once the command has exited, keeping only
                 # our exception_type (what run cannot see).
                 state.manifest["outcome"] = result
-                write_manifest(state.manifest, state.out)  # warns on its own
+                write_manifest(state.manifest, state.out, **self._trackers)  # warns on its own
                 return False
+            # The tracker runs of now (one may have started inside the block) get the final file, with the outcome.
+            found = _find_trackers(state.manifest, self._trackers["integrations"], self._trackers["tensorboard"])
             warning = outcome.record(state.path, result, run_id=state.manifest.run_id, doc=state.manifest)
             if warning:
                 log.warning("relaxrepro: %s", warning)
             else:
                 state.manifest["outcome"] = result
+                if found:
+                    _send_trackers(found, state.path, state.manifest, final=True)
         except Exception as err:  # never replace the trainer's own exception with ours
             log.warning("relaxrepro: could not record the outcome: %s: %s", type(err).__name__, err)
         return False

@@ -168,6 +168,20 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
                      "default: the first metric, else the first numeric column)")
 
 
+def _add_attach(sub: "argparse._SubParsersAction") -> None:
+    att = sub.add_parser("attach", help="attach a manifest to a W&B, MLflow or TensorBoard run started without the API",
+                         description="Record the tracker run under the manifest's lineage.trackers and give the run "
+                         "the manifest (W&B: a run file and config['relaxrepro']; MLflow: an artifact and relaxrepro.* "
+                         "tags; TensorBoard: manifest_<run-id>.json in LOGDIR and a text summary). Needs that tool's "
+                         "package installed.")
+    att.add_argument("manifest", metavar="MANIFEST")
+    to = att.add_mutually_exclusive_group(required=True)
+    to.add_argument("--wandb", metavar="ENTITY/PROJECT/RUN_ID", help="a W&B run (resumed; honours WANDB_MODE)")
+    to.add_argument("--mlflow", metavar="RUN_ID", help="an MLflow run")
+    to.add_argument("--tensorboard", metavar="LOGDIR", help="a TensorBoard log directory")
+    att.add_argument("--tracking-uri", metavar="URI", help="with --mlflow: the tracking server (default: MLflow's own)")
+
+
 def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
     fp = sub.add_parser("fingerprint", help="hash data trees fully into the cache that generate reads",
                         description="Compute the full content digest of each PATH (sha256 of a file, Merkle "
@@ -279,8 +293,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
 # In the order `relaxrepro --help` lists them.
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
-    ("compare", _add_compare), ("report", _add_report), ("fingerprint", _add_fingerprint), ("merge", _add_merge),
-    ("check", _add_check), ("diff", _add_diff), ("rerun", _add_rerun), ("restore", _add_restore),
+    ("compare", _add_compare), ("report", _add_report), ("attach", _add_attach), ("fingerprint", _add_fingerprint),
+    ("merge", _add_merge), ("check", _add_check), ("diff", _add_diff), ("rerun", _add_rerun), ("restore", _add_restore),
 )
 
 

@@ -227,3 +227,12 @@ def test_bench_imports_runs_and_reports_json():
     report = json.loads(res.stdout)
     assert set(report["commands"]) == {"generate", "diff", "check"}
     assert report["commands"]["diff"]["relaxrepro_modules"] > 0
+
+
+def test_a_trainer_without_trackers_imports_none_of_them(tmp_path):
+    from tests.helpers.trackers import run_trainer
+
+    mods = set(run_trainer(tmp_path, "none")["modules"])
+    assert "relaxrepro.record.trackers" in mods  # it really looked
+    assert sorted(m for m in mods if m.split(".")[0] in ("wandb", "mlflow", "tensorboard", "tensorboardX", "torch")
+                  ) == []

@@ -282,6 +282,17 @@ def parent_id(doc: Dict[str, Any]) -> Optional[str]:
     return None
 
 
+def trackers(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """``lineage.trackers``: the W&B, MLflow and TensorBoard runs the manifest was attached to."""
+    value = lineage_of(doc).get("trackers")
+    return [t for t in value if isinstance(t, dict)] if isinstance(value, list) else []
+
+
+def trackers_cell(doc: Dict[str, Any]) -> str:
+    names = sorted({str(t.get("tool")) for t in trackers(doc)})
+    return ",".join(names) or "-"
+
+
 def outcome_text(doc: Dict[str, Any]) -> str:
     out = doc.get("outcome")
     if not isinstance(out, dict) or "status" not in out:
@@ -317,6 +328,7 @@ def summary(entry: Entry) -> Dict[str, Any]:
         "group": lin.get("group"),
         "parent": parent_id(doc),
         "outcome": doc.get("outcome") if isinstance(doc.get("outcome"), dict) else None,
+        "trackers": trackers(doc),
     }
 
 
@@ -345,12 +357,14 @@ def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
     good = sorted((e for e in entries if e.error is None),
                   key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
     bad = sorted((e for e in entries if e.error is not None), key=lambda e: e.path)
-    rows = [["RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME", "PATH"]]
+    tracked = any(trackers(e.doc) for e in good)  # the column appears once a run was attached to a tracker
+    rows = [["RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME"] + ["TRACKERS"] * tracked
+            + ["PATH"]]
     for e in good:
         d = e.doc
         rows.append([e.run_id or "-", time_cell(d.get("generated_at")), _code_cell(d), algorithm(d) or "-",
-                     gpu_cell(d), str(lineage_of(d).get("group") or "-"), parent_id(d) or "-", outcome_text(d),
-                     rel_path(e.path, cwd)])
+                     gpu_cell(d), str(lineage_of(d).get("group") or "-"), parent_id(d) or "-", outcome_text(d)]
+                    + [trackers_cell(d)] * tracked + [rel_path(e.path, cwd)])
     text = format_table(rows) if good else ""
     for e in bad:
         text += safe_format("unreadable  %s: %s\n", rel_path(e.path, cwd), e.error)

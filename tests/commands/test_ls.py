@@ -66,6 +66,22 @@ def test_ls_json(tmp_path):
     assert rows[2]["outcome"]["signal_name"] == "SIGKILL"
 
 
+def test_ls_shows_the_tracker_runs_a_manifest_was_attached_to(tmp_path):
+    runs = _tree(tmp_path)
+    tracked = make_doc("20260103_000000_ddddddd", generated_at="2026-01-03T10:00:00Z",
+                       lineage={"trackers": [{"tool": "wandb", "run": "team/proj/abc123"},
+                                             {"tool": "mlflow", "run_id": "f" * 32, "tracking_uri": "sqlite:///m.db"}]})
+    validate_manifest(tracked)
+    put(runs, tracked)
+    lines = run_cli("ls", "runs", cwd=tmp_path).stdout.splitlines()
+    assert lines[0].split()[-2:] == ["TRACKERS", "PATH"]
+    assert lines[-1].split()[-2:] == ["mlflow,wandb", "runs/manifest_20260103_000000_ddddddd.json"]
+    assert lines[1].split()[-2:] == ["-", "runs/manifest_20251231_000000_ccccccc.json"]
+    rows = json.loads(run_cli("ls", "runs", "--json", cwd=tmp_path).stdout)
+    assert rows[-1]["trackers"] == tracked["lineage"]["trackers"]
+    assert rows[0]["trackers"] == []
+
+
 def test_unreadable_manifests_are_listed_and_the_rest_still_shown(tmp_path):
     runs = _tree(tmp_path)
     bad = runs / "bad"

@@ -1,0 +1,145 @@
+"""``relaxrepro attach MANIFEST --wandb ENTITY/PROJECT/RUN_ID | --mlflow RUN_ID | --tensorboard LOGDIR``.
+
+For a run started without the trainer API: the tracker's library (which this command alone imports)
+opens the run, the manifest records it under ``lineage.trackers`` and the tracker gets the manifest as
+the API gives it (:mod:`relaxrepro.record.trackers`). Should the tracker fail, the manifest is put back
+as it was: it never names a run that does not hold it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+    from typing import Any, Callable, Dict, Optional, Tuple
+
+_PACKAGES = {"wandb": ("wandb",), "mlflow": ("mlflow",), "tensorboard": ("torch.utils.tensorboard", "tensorboardX")}
+_WHAT = {"wandb": "W&B run", "mlflow": "MLflow run", "tensorboard": "TensorBoard log directory"}
+_PIP = {"wandb": "wandb", "mlflow": "mlflow", "tensorboard": "tensorboard (with torch) or tensorboardX"}
+
+
+def run(args: argparse.Namespace) -> int:
+    tool = "wandb" if args.wandb else "mlflow" if args.mlflow else "tensorboard"
+    problem = _usage_problem(args, tool)
+    if problem:
+        say("relaxrepro attach: error: %s", problem)
+        return EXIT_USAGE
+    doc, original = _read(args.manifest)
+    if doc is None:
+        return EXIT_USAGE
+    module = _library(tool)
+    if module is None:
+        say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
+        return EXIT_USAGE
+    from ..manifest import redact, writer
+    from ..record import trackers
+
+    try:
+        attachment, close = _OPEN[tool](module, args)
+    except Exception as exc:
+        say("relaxrepro attach: error: could not open the %s run: %s", trackers.NAMES[tool],
+            trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
+        return EXIT_USAGE
+    try:
+        policy = redact.policy_of(doc)
+        trackers.note(doc, [attachment], policy)
+        path = args.manifest
+        try:
+            writer.rewrite(path, doc)
+        except OSError as exc:
+            say("relaxrepro attach: error: %s", writer.describe_os_error(exc, path))
+            return EXIT_FAIL
+        warnings = trackers.send([attachment], path, trackers.summary(doc, policy),
+                                 {_PACKAGES[tool][0]: module, tool: module}, final=True)
+    finally:
+        try:
+            close()
+        except Exception as exc:
+            say("relaxrepro attach: warning: closing the %s run: %s", trackers.NAMES[tool],
+                trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
+    if warnings:
+        writer.replace_atomically(path, original)  # the manifest names no run that does not hold it
+        say("relaxrepro attach: error: %s; %s left as it was", "; ".join(warnings), path)
+        return EXIT_FAIL
+    entry = attachment.entry
+    say("relaxrepro attach: %s attached to %s %s", os.path.basename(path), _WHAT[tool],
+        entry.get("run") or entry.get("run_id") or entry.get("log_dir"), out=sys.stdout)
+    return EXIT_OK
+
+
+def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:
+    if args.tracking_uri and tool != "mlflow":
+        return "--tracking-uri goes with --mlflow"
+    if tool == "wandb":
+        parts = args.wandb.split("/")
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            return "--wandb %r: expected ENTITY/PROJECT/RUN_ID" % args.wandb
+    if tool == "mlflow" and not args.mlflow.strip():
+        return "--mlflow: expected a run id"
+    if tool == "tensorboard" and not os.path.isdir(args.tensorboard):
+        return "--tensorboard %s: no such directory" % args.tensorboard
+    return None
+
+
+def _read(path: str) -> Tuple[Optional[Dict[str, Any]], bytes]:
+    """The manifest as written (not normalised: it is written back) and its bytes; (None, b"") said on stderr."""
+    from ..manifest import reader
+    from ..manifest.model import READ_LIMIT_BYTES
+    from ._common import read_or_report
+
+    if read_or_report("attach", path) is None:  # the reader's own checks and messages
+        return None, b""
+    raw = reader.read_bytes(path, READ_LIMIT_BYTES)
+    return reader.parse_json(raw.decode("utf-8")), raw
+
+
+def _library(tool: str) -> Any:
+    import importlib
+
+    for name in _PACKAGES[tool]:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def _open_wandb(wandb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
+    entity, project, run_id = args.wandb.split("/")
+    # This process's own argv, environment, code and git state are not the run's: W&B's capture is off.
+    settings = wandb.Settings(disable_code=True, disable_git=True, x_disable_meta=True, x_disable_stats=True,
+                              x_save_requirements=False, console="off")
+    run = wandb.init(entity=entity, project=project, id=run_id, resume="must", settings=settings)
+    from ..record import trackers
+
+    def close() -> None:
+        run.finish()
+        teardown = getattr(wandb, "teardown", None)
+        if callable(teardown):
+            teardown()  # W&B's service process ends with this command
+
+    return trackers.Attachment("wandb", {"tool": "wandb", "run": str(run.path)}, run), close
+
+
+def _open_mlflow(mlflow: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
+    from ..record import trackers
+
+    uri = args.tracking_uri or str(mlflow.get_tracking_uri())
+    run = mlflow.MlflowClient(tracking_uri=uri).get_run(args.mlflow)  # an unknown run id fails here
+    return trackers.mlflow_attachment(run, uri), lambda: None
+
+
+def _open_tensorboard(tb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
+    from ..record import trackers
+
+    writer = tb.SummaryWriter(log_dir=args.tensorboard)
+    entry = {"tool": "tensorboard", "log_dir": os.path.abspath(args.tensorboard)}
+    return trackers.Attachment("tensorboard", entry, writer), writer.close
+
+
+_OPEN = {"wandb": _open_wandb, "mlflow": _open_mlflow, "tensorboard": _open_tensorboard}

@@ -1,0 +1,150 @@
+"""``relaxrepro attach``: a manifest attached after the fact to a W&B (offline), MLflow (SQLite) or TensorBoard run."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.common import MARKER_VAR, clean_env, pyenv_python, run_cli, survivors, validate_manifest
+from tests.helpers.recording import load, make_doc, put
+from tests.helpers.trackers import tensorboard_texts, wandb_config
+
+pytest.importorskip("wandb")
+pytest.importorskip("mlflow")
+
+RUN = "20260101_000000_abcdef0"
+
+
+@pytest.fixture
+def manifest(tmp_path) -> Path:
+    doc = make_doc(RUN, code={"trainer": {"commit": "a" * 40, "dirty": False}},
+                   environment={"packages_digest": "sha256:" + "b" * 64}, lineage={"group": "g"})
+    validate_manifest(doc)
+    return put(tmp_path / "runs", doc)
+
+
+@pytest.fixture
+def mlflow_run(tmp_path) -> dict:
+    from mlflow import MlflowClient
+
+    uri = "sqlite:///%s" % (tmp_path / "mlflow.db")
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("exp", artifact_location=str(tmp_path / "artifacts"))
+    return {"uri": uri, "client": client, "run_id": client.create_run(exp).info.run_id}
+
+
+def test_attach_to_an_mlflow_run(tmp_path, manifest, mlflow_run):
+    res = run_cli("attach", str(manifest), "--mlflow", mlflow_run["run_id"], "--tracking-uri", mlflow_run["uri"])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "relaxrepro attach: manifest_%s.json attached to MLflow run %s\n" % (RUN, mlflow_run["run_id"])
+    doc = load(manifest)
+    validate_manifest(doc)
+    assert doc["lineage"]["group"] == "g"
+    assert doc["lineage"]["trackers"] == [{"tool": "mlflow", "run_id": mlflow_run["run_id"], "experiment_id": "1",
+                                           "tracking_uri": mlflow_run["uri"]}]
+    client = mlflow_run["client"]
+    tags = client.get_run(mlflow_run["run_id"]).data.tags
+    assert (tags["relaxrepro.run_id"], tags["relaxrepro.commit"], tags["relaxrepro.dirty"]) == (RUN, "a" * 40, "false")
+    got = client.download_artifacts(mlflow_run["run_id"], "relaxrepro/manifest_%s.json" % RUN, str(tmp_path / "d"))
+    assert load(Path(got)) == doc
+
+
+def test_attach_to_a_wandb_run_offline(tmp_path, manifest):
+    marker = uuid.uuid4().hex
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "cfg"), WANDB_CACHE_DIR=str(tmp_path / "cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "data"), **{MARKER_VAR: marker})
+    res = run_cli("attach", str(manifest), "--wandb", "team/proj/abc123", env=env, timeout=120)
+    assert survivors(marker) == []  # W&B's service process ended with the command
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.endswith("attached to W&B run team/proj/abc123\n")
+    doc = load(manifest)
+    assert doc["lineage"]["trackers"] == [{"tool": "wandb", "run": "team/proj/abc123"}]
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-abc123")
+    assert load(run_dir / "files" / ("manifest_%s.json" % RUN)) == doc
+    assert wandb_config(str(run_dir))["relaxrepro"]["run_id"] == RUN
+
+
+def test_attach_to_a_tensorboard_log_dir(tmp_path, manifest):
+    pytest.importorskip("torch")
+    logs = tmp_path / "tb"
+    logs.mkdir()
+    res = run_cli("attach", str(manifest), "--tensorboard", str(logs), timeout=120)
+    assert res.returncode == 0, res.stderr
+    doc = load(manifest)
+    assert doc["lineage"]["trackers"] == [{"tool": "tensorboard", "log_dir": str(logs)}]
+    assert load(logs / ("manifest_%s.json" % RUN)) == doc
+    assert "| run_id | %s |" % RUN in tensorboard_texts(logs)[1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--wandb", "team/proj"], "relaxrepro attach: error: --wandb 'team/proj': expected ENTITY/PROJECT/RUN_ID"),
+    (["--wandb", "team//abc"], "relaxrepro attach: error: --wandb 'team//abc': expected ENTITY/PROJECT/RUN_ID"),
+    (["--tensorboard", "nowhere"], "relaxrepro attach: error: --tensorboard nowhere: no such directory"),
+    (["--tensorboard", ".", "--tracking-uri", "sqlite:///x.db"],
+     "relaxrepro attach: error: --tracking-uri goes with --mlflow"),
+    (["--mlflow", " "], "relaxrepro attach: error: --mlflow: expected a run id"),
+], ids=["wandb-two-parts", "wandb-empty-part", "missing-log-dir", "tracking-uri-without-mlflow", "mlflow-blank"])
+def test_bad_options_are_one_line_and_exit_2(tmp_path, manifest, args, message):
+    before = manifest.read_bytes()
+    res = run_cli("attach", str(manifest), *args, cwd=tmp_path)
+    assert (res.returncode, res.stderr, res.stdout) == (2, message + "\n", "")
+    assert manifest.read_bytes() == before
+
+
+def test_no_target_is_a_usage_error(manifest):
+    res = run_cli("attach", str(manifest))
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1] == \
+        "relaxrepro attach: error: one of the arguments --wandb --mlflow --tensorboard is required"
+
+
+@pytest.mark.parametrize("content, reason", [(None, "no such file"), ("{not json", "")], ids=["missing", "not-json"])
+def test_an_unreadable_manifest_is_exit_2(tmp_path, content, reason):
+    path = tmp_path / "manifest_x.json"
+    if content is not None:
+        path.write_text(content)
+    res = run_cli("attach", str(path), "--tensorboard", str(tmp_path))
+    assert res.returncode == 2
+    assert res.stderr.startswith("relaxrepro attach: %s: " % path) and reason in res.stderr.lower()
+    assert len(res.stderr.splitlines()) == 1
+    assert not list(tmp_path.glob("events.*"))  # nothing opened
+
+
+def test_an_unknown_mlflow_run_is_exit_2_and_the_manifest_unchanged(tmp_path, manifest, mlflow_run):
+    before = manifest.read_bytes()
+    res = run_cli("attach", str(manifest), "--mlflow", "0" * 32, "--tracking-uri", mlflow_run["uri"])
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1].startswith("relaxrepro attach: error: could not open the MLflow run: ")
+    assert "not found" in res.stderr
+    assert manifest.read_bytes() == before
+
+
+def test_a_failed_upload_leaves_the_manifest_as_it_was_exit_1(tmp_path, manifest):
+    from mlflow import MlflowClient
+
+    (tmp_path / "a-file").write_text("not a directory\n")
+    uri = "sqlite:///%s" % (tmp_path / "mlflow.db")
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("x", artifact_location=str(tmp_path / "a-file" / "a"))
+    run_id = client.create_run(exp).info.run_id
+    before = manifest.read_bytes()
+    res = run_cli("attach", str(manifest), "--mlflow", run_id, "--tracking-uri", uri)
+    assert res.returncode == 1
+    last = res.stderr.splitlines()[-1]
+    assert last.startswith("relaxrepro attach: error: MLflow: ") and last.endswith("%s left as it was" % manifest)
+    assert manifest.read_bytes() == before
+
+
+def test_a_tool_that_is_not_installed_is_exit_2(tmp_path, manifest):
+    python = pyenv_python("3.8")  # no wandb, mlflow or torch there
+    res = run_cli("attach", str(manifest), "--wandb", "team/proj/abc", python=python)
+    assert (res.returncode, res.stderr) == (
+        2, "relaxrepro attach: error: --wandb needs the wandb package, which is not installed here\n")
+    res = run_cli("attach", str(manifest), "--tensorboard", str(tmp_path), python=python)
+    assert res.stderr == ("relaxrepro attach: error: --tensorboard needs the tensorboard (with torch) or tensorboardX "
+                          "package, which is not installed here\n")
+    assert json.loads(manifest.read_text())["lineage"] == {"group": "g"}
