@@ -16,7 +16,7 @@ import relaxrepro
 from relaxrepro import api
 from relaxrepro.manifest import redact
 from relaxrepro.record import trackers
-from tests.helpers.common import validate_manifest
+from tests.helpers.common import make_repo, validate_manifest
 from tests.helpers.recording import load
 from tests.helpers.redact import fakes, leaked, password, wandb_legacy
 from tests.helpers.trackers import run_trainer, tensorboard_texts, wandb_config
@@ -235,9 +235,11 @@ def test_integrations_off_leaves_the_wandb_run_alone(tmp_path):
 def test_mlflow_run_has_the_manifest_artifact_and_tags(tmp_path):
     from mlflow import MlflowClient
 
+    make_repo(tmp_path, {"train.cfg": "lr: 0.1\n"})  # the trainer's own checkout: its commit becomes a tag
     info = run_trainer(tmp_path, "mlflow")
     doc = load(Path(info["path"]))
     validate_manifest(doc)
+    assert len(doc["code"]) == 1
     (entry,) = doc["lineage"]["trackers"]
     assert entry == {"tool": "mlflow", "run_id": info["mlflow_run_id"], "experiment_id": entry["experiment_id"],
                      "tracking_uri": "sqlite:///%s" % (tmp_path / "mlflow.db")}
