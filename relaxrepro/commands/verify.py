@@ -396,19 +396,19 @@ def render(result: Mapping[str, Any]) -> str:
 
 # -- the subcommand ----------------------------------------------------------------------------------
 
-def resolve(given: str, roots: List[str]) -> Optional[str]:
-    """A manifest path, or the manifest of run id ``given`` found under ``roots`` (as ``lineage`` finds one)."""
+def resolve(given: str, roots: List[str]) -> str:
+    """A manifest path, or the manifest of run id ``given`` found under ``roots`` (as ``lineage`` finds one);
+    else ``given`` itself, for the reader to say why it cannot be read."""
     if os.path.exists(given):
         return given
     from ..manifest import index
     from ..manifest.model import valid_run_id
 
-    if not valid_run_id(given):
-        return None
-    for e in index.scan(roots, ("run_id",)):
-        if e.error is None and e.run_id == given:
-            return e.path
-    return None
+    if valid_run_id(given):
+        for e in index.scan(roots, ("run_id",)):
+            if e.error is None and e.run_id == given:
+                return e.path
+    return given
 
 
 def run(args: argparse.Namespace) -> int:
@@ -422,11 +422,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     docs = []
     for given in (args.old, args.new):
-        path = resolve(given, ["."])
-        if path is None:
-            say("relaxrepro verify: %s: no such file, and no run of that id under .", given)
-            return EXIT_USAGE
-        read = read_or_report("verify", path)
+        read = read_or_report("verify", resolve(given, ["."]))
         if read is None:
             return EXIT_USAGE
         docs.append(read[0])
