@@ -85,6 +85,7 @@ CASES = [
     ("ray-status", "ray", "peer: ray status"),
     ("ray-list", "ray", "peer: ray list nodes"),
 ]
+CASES += __import__("verify").CASES  # issue 18: bench/verify.py
 LABEL = {cid: label for cid, _, label in CASES}
 
 
@@ -206,7 +207,7 @@ def main(argv=None) -> int:
         need = set(want)
         ml = peers = None
         clean_py = None
-        if need & {"floor-clean", "diff", "base-diff"}:
+        if need & {"floor-clean", "diff", "base-diff", "verify"}:
             # The same interpreter without any site-packages: this machine's system site-packages has a
             # .pth that imports certifi at every start (~30 ms), which no user's laptop pays.
             subprocess.run([py, "-m", "venv", "--without-pip", os.path.join(work, "clean")], check=True)
@@ -291,6 +292,7 @@ def main(argv=None) -> int:
             add("base-diff", [clean_py, "-m", "relaxrepro", "diff", a, b], env_base, ok_rc=(0, 1))
             add("check", [py, "-m", "relaxrepro", "check", a], env_pkg, repo, ok_rc=(0, 1))
             add("base-check", [py, "-m", "relaxrepro", "check", a], env_base, repo, ok_rc=(0, 1))
+        __import__("verify").add_cases(add, need, py, clean_py, env_pkg, work, _setup.read_manifests(work))
         if "ls" in need:
             add("ls", [py, "-m", "relaxrepro", "ls", _setup.ls_tree()], env_pkg)
         if "report" in need:
@@ -386,6 +388,8 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
            pair_ratio(results, "ray-generate", ("ray-status", "ray-list")), 1.3, "x")
     budget("diff <= 40 ms", med.get("diff"), 40, "ms")
     budget("report of 1,000 runs <= 2 s", med.get("report"), 2000, "ms")
+
+    __import__("verify").add_budgets(results, budget, pair_ratio)
     budget("check <= generate (same repo, package)", pair_ratio(results, "check", "pkg-small"), 1.0, "x")
     budget(".pyz start-up <= 1.2x package (--version)", pair_ratio(results, "pyz-version", "pkg-version"), 1.2, "x")
     budget(".pyz generate <= 1.2x package generate", pair_ratio(results, "pyz-small", "pkg-small"), 1.2, "x")
