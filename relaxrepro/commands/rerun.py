@@ -412,5 +412,17 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.quick or args.full:
+        if args.dry_run:
+            say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")
+            return EXIT_USAGE
+        from . import replay
+
+        return replay.run_replay(args.manifest, quick=args.quick, output_dir=args.output_dir,
+                                 values=pairs(args.set_values, "--set"), repos=pairs(args.repo, "--repo"),
+                                 rtol=args.rtol, atol=args.atol)
+    if args.output_dir is not None or args.rtol or args.atol:
+        say("relaxrepro rerun: error: --output-dir, --rtol and --atol go with --quick N or --full")
+        return EXIT_USAGE
     return run_cli(args.manifest, dry_run=args.dry_run, values=pairs(args.set_values, "--set"),
                    repos=pairs(args.repo, "--repo"))

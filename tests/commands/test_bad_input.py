@@ -52,6 +52,8 @@ COMMANDS = {
     "diff-new": lambda p, tmp: ["diff", str(tmp / "good.json"), p],
     "rerun-dry-run": lambda p, tmp: ["rerun", p, "--dry-run"],
     "rerun-confirm": lambda p, tmp: ["rerun", p, "--confirm"],
+    "rerun-quick": lambda p, tmp: ["rerun", p, "--confirm", "--quick", "5"],
+    "rerun-full": lambda p, tmp: ["rerun", p, "--confirm", "--full"],
     "restore": lambda p, tmp: ["restore", p, "--into", str(tmp / "out")],
 }
 
