@@ -15,6 +15,7 @@ import argparse
 import os
 import random
 import sys
+import time
 
 import numpy as np
 import torch
@@ -115,6 +116,7 @@ def main() -> None:
                                     torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Dropout(0.2),
                                     torch.nn.Linear(64, 1))
         optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        started = time.perf_counter()
         for step, (xb, yb) in enumerate(batches(loader), start=1):
             loss = torch.nn.functional.binary_cross_entropy_with_logits(model(xb).squeeze(1), yb)
             optimizer.zero_grad()
@@ -124,6 +126,7 @@ def main() -> None:
             if step == args.steps or relaxrepro.should_stop(step):  # relaxrepro: rerun --quick N stops here
                 break
 
+        seconds = time.perf_counter() - started
         model.eval()
         with torch.no_grad():
             val_auc = auc(model(torch.from_numpy(vx)).squeeze(1), torch.from_numpy(vy))
@@ -132,8 +135,8 @@ def main() -> None:
         os.makedirs(out, exist_ok=True)
         torch.save(model.state_dict(), weights)
         relaxrepro.result(metrics={"auc": val_auc, "loss": loss.item()}, outputs=[weights])  # relaxrepro
-        print("mode %s: %d steps, loss %.4f, validation AUC %.4f, weights %s"
-              % (args.mode, step, loss.item(), val_auc, weights))
+        print("mode %s: %d steps, loss %.4f, validation AUC %.4f, %.1f steps/s, weights %s"
+              % (args.mode, step, loss.item(), val_auc, step / seconds, weights))
 
 
 if __name__ == "__main__":

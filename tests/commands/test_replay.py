@@ -14,7 +14,7 @@ import pytest
 
 from relaxrepro.commands import replay
 from relaxrepro.commands.rerun import Plan
-from tests.helpers.common import clean_env, make_repo, run_cli
+from tests.helpers.common import make_repo, run_cli
 from tests.helpers.read import base_manifest, write_json
 from tests.helpers.recording import load, manifests
 
@@ -228,7 +228,8 @@ def test_redirect_rewrites_the_run_directory_and_named_outputs_only():
              env={"OUT": "/proj/runs/a", "OTHER": "runs"})
     outputs = {"/data/best.pt": "/data/best.pt", "/proj/runs/a/w.pt": "runs/a/w.pt"}
     moved, changes = replay.redirect(p, "/proj", "/proj/runs/a", "/proj/runs/a.replay-1", outputs)
-    assert moved == {"/data/best.pt": "/proj/runs/a.replay-1/best.pt", "/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt"}
+    assert moved == {"/data/best.pt": "/proj/runs/a.replay-1/best.pt",
+                     "/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt"}
     assert p.argv == ["python", "train.py", "--log-dir", "runs/a.replay-1", "--save=/proj/runs/a.replay-1/best.pt",
                       "--data", "runs/a/in.csv"]
     assert p.env == {"OUT": "/proj/runs/a.replay-1", "OTHER": "runs"}
