@@ -7,13 +7,16 @@ This file stays parseable by any Python 3 so the version guard in ``__main__`` c
 from relaxrepro._version import __version__
 
 __all__ = ["__version__", "collect_manifest", "update_manifest", "write_manifest", "recorded", "load_manifest",
-           "Manifest", "ManifestError"]
+           "Manifest", "ManifestError", "trace", "should_stop", "result"]
 
 _LAZY = {
     "collect_manifest": "relaxrepro.api",
     "update_manifest": "relaxrepro.api",
     "write_manifest": "relaxrepro.api",
     "recorded": "relaxrepro.api",
+    "trace": "relaxrepro.api",
+    "should_stop": "relaxrepro.api",
+    "result": "relaxrepro.api",
     "load_manifest": "relaxrepro.manifest.reader",
     "ManifestError": "relaxrepro.manifest.reader",
     "Manifest": "relaxrepro.manifest.model",

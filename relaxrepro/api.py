@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .manifest.model import Manifest, output_dir
+from .manifest.model import Manifest, output_dir, should_stop, stop_run
 from .record import session
 from .std.text import safe_format
 
@@ -163,6 +163,7 @@ def collect_manifest(
         return None
     m: Manifest = value
     _warn_problems(m, "partial manifest")
+    _collected(m)
     return m
 
 
@@ -335,17 +336,21 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
     """
 
     def __init__(self, args: Any = None, output_dir: "os.PathLike[str] | str | None" = None, *,
-                 all_ranks: bool = False, **options: Any) -> None:
+                 all_ranks: bool = False, metrics: Optional[Mapping[str, Any]] = None,
+                 outputs: Optional[Sequence[Any]] = None, **options: Any) -> None:
         self._args = args
         self._output_dir = output_dir
         self._all_ranks = all_ranks
+        self._metrics = metrics
+        self._outputs = outputs
         self._options = options
         self._local = threading.local()
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(func)
         def wrapper(*a: Any, **kw: Any) -> Any:
-            with recorded(self._args, self._output_dir, all_ranks=self._all_ranks, **self._options):
+            with recorded(self._args, self._output_dir, all_ranks=self._all_ranks, metrics=self._metrics,
+                          outputs=self._outputs, **self._options):
                 return func(*a, **kw)
 
         return wrapper
@@ -355,6 +360,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         state = _State(None, None, started)
         stack = self._local.__dict__.setdefault("stack", [])
         stack.append(state)
+        _active.__dict__.setdefault("stack", []).append(state)  # trace()/result() act on the innermost block
         try:
             env = self._options.get("env") or os.environ
             if not session.records_here(env, self._all_ranks):
@@ -374,26 +380,133 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         try:
             stack = self._local.__dict__.get("stack") or []
             state = stack.pop() if stack else None
+            active = _active.__dict__.get("stack") or []
+            if state in active:
+                active.remove(state)
             if state is None or state.path is None or state.manifest is None:
                 return False
             from .record import outcome
 
-            result = outcome.from_exit(exc_type, exc, state.started)
+            if not (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):  # ^C: leave at once
+                result(self._metrics, self._outputs, manifest=state.manifest)
+            settle(state.manifest)
+            ended = outcome.from_exit(exc_type, exc, state.started)
+            state.manifest._flushed = True  # type: ignore[attr-defined]  # written here, not again at exit
             if getattr(state.manifest, "_outer", None) is not None:
                 # Under relaxrepro run the outcome goes into run's manifest with the rest; run lays the
                 # process's exit status or signal over it once the command has exited, keeping only
                 # our exception_type (what run cannot see).
-                state.manifest["outcome"] = result
+                state.manifest["outcome"] = ended
                 write_manifest(state.manifest, state.out)  # warns on its own
                 return False
-            warning = outcome.record(state.path, result, run_id=state.manifest.run_id, doc=state.manifest)
+            warning = outcome.record(state.path, ended, run_id=state.manifest.run_id, doc=state.manifest)
             if warning:
                 log.warning("relaxrepro: %s", warning)
             else:
-                state.manifest["outcome"] = result
+                state.manifest["outcome"] = ended
         except Exception as err:  # never replace the trainer's own exception with ours
             log.warning("relaxrepro: could not record the outcome: %s: %s", type(err).__name__, err)
         return False
+
+
+# -- results and the trace ---------------------------------------------------------------------------
+
+_active = threading.local()
+"""``stack``: this thread's open ``recorded`` blocks (their ``_State``), innermost last."""
+
+_last: Optional[Manifest] = None
+"""The manifest collected last in this process: what :func:`trace` and :func:`result` act on outside a block."""
+
+
+def _collected(m: Manifest) -> None:
+    global _last
+    first = _last is None
+    _last = m
+    if first:
+        import atexit
+
+        atexit.register(_flush_last)
+
+
+def current_manifest() -> Optional[Manifest]:
+    """The manifest :func:`trace` and :func:`result` act on: the innermost open ``recorded`` block's in this
+    thread (None on a rank that does not record), else the one collected last in this process."""
+    stack = _active.__dict__.get("stack")
+    return stack[-1].manifest if stack else _last
+
+
+def trace(step: Any, loss: Any = None, **scalars: Any) -> None:
+    """:meth:`Manifest.trace` on :func:`current_manifest`; without one, only the stop at
+    ``$RELAXREPRO_MAX_STEPS`` (every rank of a quick replay stops at the same step)."""
+    stack = _active.__dict__.get("stack")
+    m = stack[-1].manifest if stack else _last
+    if m is not None:
+        m.trace(step, loss, **scalars)
+    elif should_stop(step):
+        stop_run(step)
+
+
+def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequence[Any]] = None,
+           manifest: Optional[Manifest] = None) -> Optional[Dict[str, Any]]:
+    """Record final ``metrics`` ({name: number}) and fingerprint ``outputs`` (files or directories) into
+    ``results`` of ``manifest`` (default :func:`current_manifest`); written with the outcome at exit.
+    Returns the ``results`` section so far, or None without a manifest. Never raises: one warning instead."""
+    m = manifest if manifest is not None else current_manifest()
+    if m is None or (metrics is None and outputs is None):
+        return m.get("results") if m is not None else None
+    try:
+        from .collect.context import safe_getcwd
+        from .record import results
+
+        problems: List[str] = []
+        found: Dict[str, Any] = {}
+        if metrics is not None:
+            found["metrics"], warns = results.metrics_section(metrics)
+            problems.extend(warns)
+        if outputs is not None:
+            paths = [outputs] if isinstance(outputs, (str, bytes, os.PathLike)) else list(outputs)
+            found["outputs"], warns = results.fingerprint_outputs(paths, cwd=safe_getcwd(), env=os.environ)
+            problems.extend(warns)
+        with _lock:
+            section = results.merge(m, **found)
+        if problems:
+            log.warning("relaxrepro: results: %s", "; ".join(problems))
+        return section
+    except Exception as exc:
+        log.warning("relaxrepro: could not record the results: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def settle(m: Manifest) -> None:
+    """The trace collected in memory, laid into ``results.trace`` before a write."""
+    from .record import results
+
+    with _lock:
+        results.settle(m)
+
+
+def _flush_last() -> None:
+    """At interpreter exit: the trace and results of a manifest recorded without ``recorded`` (by
+    ``collect_manifest`` + ``write_manifest``) go into its file, as ``recorded`` does at the block's end."""
+    m = _last
+    if m is None or getattr(m, "path", None) is None or getattr(m, "_flushed", False):
+        return
+    from .record import results
+
+    if any(s.manifest is m for s in _active.__dict__.get("stack") or ()) or not results.pending(m):
+        return
+    try:
+        settle(m)
+        if getattr(m, "_outer", None) is not None:
+            write_manifest(m)
+            return
+        from .record import outcome
+
+        warning = outcome.record(m.path, None, run_id=m.run_id, doc=m)
+        if warning:
+            log.warning("relaxrepro: %s", warning)
+    except Exception as exc:
+        log.warning("relaxrepro: could not record the results: %s: %s", type(exc).__name__, exc)
 
 
 def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:

@@ -127,6 +127,10 @@ def _add_run(sub: "argparse._SubParsersAction") -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_generate_options(run)
+    run.add_argument("--outputs", nargs="+", default=[], metavar="PATH",
+                     help="after COMMAND exits, fingerprint these files or directories into results.outputs")
+    run.add_argument("--metrics", metavar="FILE.json",
+                     help="after COMMAND exits, read its final metrics from this JSON object into results.metrics")
 
 
 def _add_ls(sub: "argparse._SubParsersAction") -> None:
@@ -229,6 +233,21 @@ def _add_diff(sub: "argparse._SubParsersAction") -> None:
                           "record (absent vs null or empty, a cwd of \".\")")
 
 
+def _add_verify(sub: "argparse._SubParsersAction") -> None:
+    ver = sub.add_parser("verify", help="did run B reproduce run A? outputs, metrics and trace, bit for bit",
+                         description="Compare the results of two runs (manifest files or run ids under .): "
+                         "output digests, final metrics and the determinism trace, bit-exact unless --rtol/--atol. "
+                         "Exit 0 reproduced, 1 diverged, 2 unreadable or nothing to verify.")
+    ver.add_argument("old", metavar="A")
+    ver.add_argument("new", metavar="B")
+    ver.add_argument("--rtol", type=float, default=0.0, metavar="R",
+                     help="relative tolerance (|a-b| <= atol + rtol*|b|)")
+    ver.add_argument("--atol", type=float, default=0.0, metavar="A", help="absolute tolerance")
+    ver.add_argument("--steps", type=int, metavar="N",
+                     help="compare only the first N trace steps (no outputs, metrics)")
+    ver.add_argument("--json", action="store_true", help="machine-readable report")
+
+
 def _add_rerun(sub: "argparse._SubParsersAction") -> None:
     rer = sub.add_parser("rerun", help="replay a recorded run: review a script, or run it after check",
                          description="--dry-run prints a POSIX sh script to review; --confirm runs check, "
@@ -294,7 +313,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
     ("compare", _add_compare), ("fingerprint", _add_fingerprint), ("merge", _add_merge),
-    ("check", _add_check), ("diff", _add_diff), ("rerun", _add_rerun), ("restore", _add_restore),
+    ("check", _add_check), ("diff", _add_diff), ("verify", _add_verify), ("rerun", _add_rerun),
+    ("restore", _add_restore),
 )
 
 

@@ -61,6 +61,7 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
     members.sort(key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
+    results: List[Any] = []
     # A file that cannot be read may be of the group: say so rather than compare without it in silence.
     unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in entries if e.error is not None]
     for e in members:
@@ -72,6 +73,7 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
         runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
                      "note": index.lineage_of(doc).get("note")})
         flat.append(values(doc))
+        results.append(doc.get("results") if isinstance(doc.get("results"), dict) else {})
     keys = sorted(set().union(*flat)) if flat else []
     varying = {}
     for k in keys:
@@ -80,7 +82,66 @@ def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
         if any(v != column[0] for v in column[1:]) or (
                 len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
             varying[k] = column
-    return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable)}
+    return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable),
+            "metrics": metric_stats(results), "reproducibility": reproducibility(results)}
+
+
+def metric_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """Per metric across the runs that recorded it: ``{runs, mean, std, min, max}`` over the finite values
+    (``std``: the sample standard deviation, 0 for one run), ``non_finite``: how many were NaN or infinite."""
+    import math
+
+    columns: Dict[str, List[float]] = {}
+    odd: Dict[str, int] = {}
+    for r in results:
+        metrics = r.get("metrics") if isinstance(r.get("metrics"), dict) else {}
+        for name, value in metrics.items():
+            try:
+                x = float(value)  # "NaN", "Infinity" read back as the contract says
+            except (TypeError, ValueError):
+                continue
+            if math.isfinite(x) and not isinstance(value, bool):
+                columns.setdefault(name, []).append(x)
+            else:
+                odd[name] = odd.get(name, 0) + 1
+    out: Dict[str, Dict[str, Any]] = {}
+    for name in sorted(set(columns) | set(odd)):
+        xs = columns.get(name, [])
+        entry: Dict[str, Any] = {"runs": len(xs) + odd.get(name, 0)}
+        if xs:
+            mean = math.fsum(xs) / len(xs)
+            std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+            entry.update(mean=mean, std=std, min=min(xs), max=max(xs))
+        if odd.get(name):
+            entry["non_finite"] = odd[name]
+        out[name] = entry
+    return out
+
+
+def reproducibility(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """How alike the runs came out: ``outputs`` (the weight-hash match rate: runs whose output digests all
+    equal the most common set's) and ``trace`` (runs whose trace is bit-identical to the most common one),
+    each ``{runs, matching, rate}`` over the runs that recorded it in full."""
+    outputs: List[str] = []
+    traces: List[str] = []
+    for r in results:
+        out = r.get("outputs")
+        if isinstance(out, dict) and out:
+            digests = {str(p): e.get("sha256") if isinstance(e, dict) else None for p, e in out.items()}
+            if all(isinstance(d, str) for d in digests.values()):  # a digest not taken in full matches nothing
+                outputs.append(json.dumps(digests, sort_keys=True))
+        trace = r.get("trace")
+        if isinstance(trace, dict) and trace.get("steps"):
+            traces.append(json.dumps({k: trace.get(k) for k in ("steps", "names", "values", "last_step")},
+                                     sort_keys=True))
+    return {"outputs": _share(outputs), "trace": _share(traces)}
+
+
+def _share(keys: List[str]) -> Dict[str, Any]:
+    if not keys:
+        return {"runs": 0, "matching": 0, "rate": None}
+    top = max(keys.count(k) for k in set(keys))
+    return {"runs": len(keys), "matching": top, "rate": top / len(keys)}
 
 
 def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
@@ -99,7 +160,32 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
         # Pad every column (the last too): values line up under their run's number.
         rows = [r + [""] for r in rows]
         text += "\n" + index.format_table(rows)
-    return text
+    return text + _render_results(result)
+
+
+def _render_results(result: Dict[str, Any]) -> str:
+    lines: List[str] = []
+    metrics = result.get("metrics") or {}
+    if metrics:
+        lines.append("metrics across the runs:")
+        for name, m in metrics.items():
+            text = safe_format("  %s  %d run%s", name, m["runs"], "" if m["runs"] == 1 else "s")
+            if "mean" in m:
+                text += "  mean %.6g  std %.3g  min %.6g  max %.6g" % (m["mean"], m["std"], m["min"], m["max"])
+            if m.get("non_finite"):
+                text += "  (%d not finite)" % m["non_finite"]
+            lines.append(text)
+    rep = result.get("reproducibility") or {}
+    parts = []
+    for key, label in (("outputs", "outputs match the most common (weight-hash match rate)"),
+                       ("trace", "traces bit-identical to the most common")):
+        r = rep.get(key) or {}
+        if r.get("runs"):
+            parts.append("  %s: %d of %d runs (%.0f%%)" % (label, r["matching"], r["runs"], 100 * r["rate"]))
+    if parts:
+        lines.append("reproducibility:")
+        lines.extend(parts)
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def run(args: argparse.Namespace) -> int:

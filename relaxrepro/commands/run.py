@@ -12,6 +12,7 @@ from .generate import record_run
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
+    from typing import Any, Dict
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,9 +49,30 @@ def run(args: argparse.Namespace) -> int:
     if result.error is not None:
         say("relaxrepro run: cannot start %s: %s", command[0], result.error)
     if path is not None and doc is not None:
+        found = _results(args)
         # record() reads the file again: the trainer may have folded its own view into it meanwhile.
         warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
-                                 run_id=str(doc.get("run_id")))
+                                 run_id=str(doc.get("run_id")), results=found)
         if warning:
             say("relaxrepro: warning: %s", warning)
     return status
+
+
+def _results(args: argparse.Namespace) -> Dict[str, Any]:
+    """``--outputs`` fingerprinted and ``--metrics`` read once the command has exited; each problem one
+    warning line, never another exit status."""
+    found: Dict[str, Any] = {}
+    if not getattr(args, "outputs", None) and not getattr(args, "metrics", None):
+        return found
+    from ..collect.context import safe_getcwd
+    from ..record import results
+
+    if args.metrics:
+        found["metrics"], problem = results.read_metrics_file(args.metrics)
+        if problem:
+            say("relaxrepro run: warning: --metrics %s", problem)
+    if args.outputs:
+        found["outputs"], problems = results.fingerprint_outputs(args.outputs, cwd=safe_getcwd(), env=os.environ)
+        for p in problems:
+            say("relaxrepro run: warning: %s", p)
+    return found

@@ -140,6 +140,9 @@ class Manifest(dict):
     never part of the document."""
     redacted_by: Any
     """The redaction policy (a ``Redactor``) collection applied, so the writer does not apply it twice."""
+    tracer: Any
+    """The :class:`~relaxrepro.manifest.trace.Trace` of :meth:`trace` (None until the first call); written
+    into ``results.trace`` with the outcome."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -147,10 +150,48 @@ class Manifest(dict):
         self.path = None
         self.private_sidecars = {}
         self.redacted_by = None
+        self.tracer = None
+
+    def trace(self, step: Any, loss: Any = None, **scalars: Any) -> None:
+        """Keep this step's scalars exactly (the first 50 steps, then every K-th; see
+        :mod:`relaxrepro.manifest.trace`); no I/O. At ``$RELAXREPRO_MAX_STEPS`` the step is kept and the run
+        ends cleanly: ``SystemExit(0)``, which ``recorded`` writes as outcome ok with the trace."""
+        tracer = self.tracer
+        if tracer is None:
+            from .trace import Trace, max_steps
+
+            tracer = self.tracer = Trace(stop=max_steps(os.environ))
+        if tracer.add(step, loss, scalars):
+            stop_run(step)
+
+    def should_stop(self, step: Any) -> bool:
+        """True when ``$RELAXREPRO_MAX_STEPS`` is set and ``step`` has reached it (a quick replay)."""
+        return should_stop(step)
 
     @property
     def run_id(self) -> str:
         return str(self.get("run_id", ""))
+
+
+def should_stop(step: Any) -> bool:
+    """True when ``$RELAXREPRO_MAX_STEPS=N`` is set and ``step >= N``."""
+    from .trace import max_steps
+
+    limit = max_steps(os.environ)
+    try:
+        return limit is not None and step >= limit
+    except TypeError:
+        return False
+
+
+def stop_run(step: Any) -> None:
+    """End the run cleanly after ``step`` under ``$RELAXREPRO_MAX_STEPS``: ``SystemExit(0)``, so ``recorded``
+    writes outcome ok, the trace and results, as at any clean exit."""
+    import logging
+
+    logging.getLogger("relaxrepro").warning("relaxrepro: stopping after step %s (RELAXREPRO_MAX_STEPS=%s)",
+                                            step, os.environ.get("RELAXREPRO_MAX_STEPS"))
+    raise SystemExit(0)
 
 
 def _utc_strftime(fmt: str, now: Optional[Union["datetime.datetime", time.struct_time]]) -> str:

@@ -62,10 +62,12 @@ def _qualname(exc_type: Any) -> str:
     return name if module in ("builtins", "") else "%s.%s" % (module, name)
 
 
-def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
-           doc: Optional[Dict[str, Any]] = None) -> Optional[str]:
-    """Add ``outcome`` to the manifest at ``path``; return a warning line, or None when done.
+def record(path: str, outcome: Optional[Dict[str, Any]], *, run_id: Optional[str] = None,
+           doc: Optional[Dict[str, Any]] = None, results: Optional[Dict[str, Any]] = None) -> Optional[str]:
+    """Add ``outcome`` (None: leave it) to the manifest at ``path``; return a warning line, or None when done.
 
+    ``results``: ``{"metrics": ..., "outputs": ...}`` found outside the run (``run --outputs``), merged
+    into its ``results`` and redacted with the rest.
     ``doc``: the in-memory manifest to write instead of the file's content (the API's, which
     ``update_manifest`` may have completed after the first write); it is redacted again here, with the
     policy it was collected with.
@@ -78,14 +80,20 @@ def record(path: str, outcome: Dict[str, Any], *, run_id: Optional[str] = None,
             return "could not add the outcome to %s: it is no longer a manifest" % path
         if run_id is not None and on_disk.get("run_id") != run_id:
             return "could not add the outcome to %s: it now holds run %s" % (path, on_disk.get("run_id"))
-        if doc is not None and doc.get("run_id") == on_disk.get("run_id"):
-            from ..manifest import redact
+        from ..manifest import redact
 
+        if doc is not None and doc.get("run_id") == on_disk.get("run_id"):
             doc = redact.redact_document(dict(doc), redact.policy_of(doc))
         else:
             doc = on_disk
-        previous = doc.get("outcome")
-        doc["outcome"] = dict(previous, **outcome) if isinstance(previous, dict) else dict(outcome)
+        if results:
+            from .results import merge
+
+            merge(doc, **results)
+            doc = redact.redact_document(doc, redact.policy_of(doc))
+        if outcome is not None:
+            previous = doc.get("outcome")
+            doc["outcome"] = dict(previous, **outcome) if isinstance(previous, dict) else dict(outcome)
         lost = writer.rewrite(path, doc)  # the outcome may tip it over the cap: then the patch moves out
         return "; ".join(lost) or None
     except (OSError, ValueError) as exc:

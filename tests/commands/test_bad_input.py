@@ -50,6 +50,8 @@ COMMANDS = {
     "check-json": lambda p, tmp: ["check", p, "--json"],
     "diff-old": lambda p, tmp: ["diff", p, str(tmp / "good.json")],
     "diff-new": lambda p, tmp: ["diff", str(tmp / "good.json"), p],
+    "verify-old": lambda p, tmp: ["verify", p, str(tmp / "good.json")],
+    "verify-new": lambda p, tmp: ["verify", str(tmp / "good.json"), p],
     "rerun-dry-run": lambda p, tmp: ["rerun", p, "--dry-run"],
     "rerun-confirm": lambda p, tmp: ["rerun", p, "--confirm"],
     "rerun-quick": lambda p, tmp: ["rerun", p, "--confirm", "--quick", "5"],
