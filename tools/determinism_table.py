@@ -2,7 +2,7 @@
 --group <mode>``, then per mode the validation AUC (mean, std), the share of runs whose trace is bit-identical
 to the most common one, the weight-hash match rate, the throughput and what determinism costs.
 
-    .venv/bin/python tools/determinism_table.py [--runs 10] [--steps 200] [--keep DIR]
+    .venv/bin/python tools/determinism_table.py [--runs 10] [--steps 100] [--keep DIR]
 
 Needs torch and numpy (tests/requirements-ml.txt); relaxrepro itself never imports them. Prints Markdown.
 """
@@ -58,7 +58,7 @@ def row(mode: str, docs: list, speeds: list, baseline: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--keep", metavar="DIR", help="keep the runs in DIR (new or empty); default: a temp dir")
     args = parser.parse_args()
     top = args.keep or tempfile.mkdtemp(prefix="determinism-table-")

@@ -104,10 +104,10 @@ def test_quick_stops_the_command_after_step_n_and_verifies_those_steps(tmp_path)
     original, project = _record(tmp_path, "--seeded")
     res = _rerun(original, project, "--quick", "5")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "trained 5 steps" in res.stdout
-    assert "reproduced" in res.stdout
+    assert "reproduced (bit-exact, first 5 trace steps)" in res.stdout
     doc = _replay_manifest(project / "runs/a.replay-1")
     assert doc["lineage"]["replay_of"] == load(original)["run_id"]
+    assert doc["results"]["trace"]["steps"] == [1, 2, 3, 4, 5]  # stopped after step 5 of 20
     assert doc["outcome"]["status"] == "ok"
 
 

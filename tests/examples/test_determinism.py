@@ -44,9 +44,10 @@ def test_deterministic_mode_reproduces_in_full_and_for_its_first_steps(tmp_path)
 
     res = _rerun(original, project, "--quick", "5")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "mode deterministic: 5 steps" in res.stdout  # stopped by RELAXREPRO_MAX_STEPS
-    assert "reproduced" in res.stdout
-    assert load(manifests(project / "runs/deterministic.replay-2")[0])["outcome"]["status"] == "ok"
+    assert "reproduced (bit-exact, first 5 trace steps)" in res.stdout
+    quick = load(manifests(project / "runs/deterministic.replay-2")[0])
+    assert quick["results"]["trace"]["steps"] == [1, 2, 3, 4, 5]  # stopped after step 5 of 30
+    assert quick["outcome"]["status"] == "ok"
 
 
 def test_an_unconstrained_run_diverges_at_its_first_step_and_its_weights_differ(tmp_path):
