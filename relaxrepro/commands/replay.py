@@ -21,9 +21,8 @@ import os
 import sys
 
 from ..manifest.fields import expand_home, get, scalar
-from ..std.text import safe_lines, safe_text, shell_quote
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, read_with_notes, say
-from .rerun import Plan, Refusal, confirm, plan
+from ..std.text import safe_text, shell_quote
+from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -65,7 +64,7 @@ def recorded_outputs(rec: Mapping[str, Any], cwd: str, home: Optional[str]) -> D
     return {os.path.normpath(os.path.join(cwd, expand_home(str(k), home))): str(k) for k in outputs}
 
 
-def redirect(p: Plan, cwd: str, source: str, target: str, outputs: Mapping[str, str]
+def redirect(p: Any, cwd: str, source: str, target: str, outputs: Mapping[str, str]
              ) -> Tuple[Dict[str, str], List[Tuple[str, str, str]]]:
     """Point the command's arguments and env values that name the original's directory ``source`` (when it
     is a run directory, not the project) or one of its ``outputs`` at the replay's directory ``target``.
@@ -174,51 +173,40 @@ class _RunArgs:
         self.redact_pattern: List[str] = []
 
 
-def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], values: Mapping[str, str],
-               repos: Mapping[str, str], rtol: float = 0.0, atol: float = 0.0,
-               env: Optional[Mapping[str, str]] = None) -> int:
-    """The subcommand with ``--quick N`` (``quick``) or ``--full`` (``quick`` None); returns the exit status."""
-    env = dict(os.environ if env is None else env)
-    rec = read_with_notes("rerun", path)
-    if rec is None:
-        return EXIT_REFUSED
+def refusal(rec: Mapping[str, Any], path: str, quick: Optional[int], target: str) -> Optional[str]:
+    """Why the replay cannot start, said before anything runs (a long training must not end in "nothing to
+    verify"), or None."""
     flag = "--quick %d" % quick if quick else "--full"
-    # Said before anything runs: a long training must not end in "nothing to verify".
     if quick and not _has_trace(rec):
-        say("relaxrepro rerun: %s: %s records no trace (results.trace), so its first steps cannot be compared; "
-            "record one with relaxrepro.trace(step, loss=...), or replay with --full", flag, path)
-        return EXIT_REFUSED
+        return ("%s: %s records no trace (results.trace), so its first steps cannot be compared; record one "
+                "with relaxrepro.trace(step, loss=...), or replay with --full" % (flag, safe_text(path)))
     if not quick and not _has_results(rec):
-        say("relaxrepro rerun: --full: %s records no results (metrics, outputs or trace): nothing to verify; "
-            "record them with relaxrepro.result(...) or run --outputs/--metrics", path)
-        return EXIT_REFUSED
-    source = os.path.dirname(os.path.abspath(path))
-    target = replay_dir(path, output_dir)
+        return ("--full: %s records no results (metrics, outputs or trace): nothing to verify; record them with "
+                "relaxrepro.result(...) or run --outputs/--metrics" % safe_text(path))
     why = _fresh(target)
-    if why or target == source:
-        say("relaxrepro rerun: --output-dir %s %s: a replay starts in a new or empty directory", target,
-            why or "holds the original")
-        return EXIT_REFUSED
-    try:
-        p = plan(rec, values, env)
-        cwd = p.local(p.cwd) if p.cwd else os.getcwd()
-        outputs = recorded_outputs(rec, cwd, p.home)
-        exposed = unprotected(outputs, source, [p.local(v) for v in p.argv + list(p.env.values())], cwd)
-        moved, changes = redirect(p, cwd, source, target, outputs)
-        if exposed:
-            raise Refusal("the original's output %s lies outside its directory and the command does not name it, "
-                          "so the replay would write over it; move it aside first" % safe_text(exposed[0]))
-        argv, run_env, run_cwd = confirm(rec, path, p, repos=repos, env=env)
-    except Refusal as exc:
-        sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))
-        return EXIT_REFUSED
-    return _replay(rec, path, argv, run_env, run_cwd or os.getcwd(), quick, target, changes, moved, p,
-                   rtol=rtol, atol=atol)
+    if why or target == os.path.dirname(os.path.abspath(path)):
+        return "--output-dir %s %s: a replay starts in a new or empty directory" % (
+            safe_text(target), why or "holds the original")
+    return None
 
 
-def _replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str, str], cwd: str,
-            quick: Optional[int], target: str, changes: List[Tuple[str, str, str]], moved: Mapping[str, str],
-            p: Plan, *, rtol: float, atol: float) -> int:
+def place(rec: Mapping[str, Any], p: Any, path: str, target: str) -> Tuple[Dict[str, str], List[Tuple[str, str, str]]]:
+    """Point the plan ``p`` (a :class:`~.rerun.Plan`) at the replay's directory (:func:`redirect`); raises
+    ValueError when an output of the original would be written over all the same."""
+    source = os.path.dirname(os.path.abspath(path))
+    cwd = p.local(p.cwd) if p.cwd else os.getcwd()
+    outputs = recorded_outputs(rec, cwd, p.home)
+    exposed = unprotected(outputs, source, [p.local(v) for v in p.argv + list(p.env.values())], cwd)
+    if exposed:
+        raise ValueError("the original's output %s lies outside its directory and the command does not name it, "
+                         "so the replay would write over it; move it aside first" % safe_text(exposed[0]))
+    return redirect(p, cwd, source, target, outputs)
+
+
+def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str, str], cwd: str,
+           quick: Optional[int], target: str, changes: List[Tuple[str, str, str]], moved: Mapping[str, str], *,
+           interpreter: Optional[str], home: Optional[str], rtol: float, atol: float) -> int:
+    """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun), verify; the exit status."""
     from ..manifest import reader
     from ..manifest.model import READ_LIMIT_BYTES, RUN_ID_ENV
     from ..record import adopt, outcome
@@ -237,7 +225,7 @@ def _replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[st
     for where, old, new in changes:
         say("relaxrepro rerun: %s: %s -> %s (the original's files stay as they are)", where, old, new)
     note = "replay of %s (%s)" % (run_id, "--quick %d" % quick if quick else "--full")
-    code, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, p.interpreter),
+    code, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, interpreter),
                                             argv, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
     if mine is None or doc is None:
         say("relaxrepro rerun: refused: could not write the replay's manifest into %s", target)
@@ -264,8 +252,8 @@ def _replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[st
     for original in sorted(before):
         if _stamp(original) != before[original]:
             say("relaxrepro rerun: warning: the replay wrote over the original's output %s", original)
-    old = comparable(rec, cwd, p.home, target, moved, trace_only=bool(quick))
-    mine_cmp = comparable(new, cwd, p.home, target, trace_only=bool(quick))
+    old = comparable(rec, cwd, home, target, moved, trace_only=bool(quick))
+    mine_cmp = comparable(new, cwd, home, target, trace_only=bool(quick))
     verdict = verify.verify(old, mine_cmp, rtol=rtol, atol=atol, steps=quick)
     sys.stdout.write(verify.render(verdict))
     code = verify.exit_code(verdict)
