@@ -20,16 +20,13 @@ from __future__ import annotations
 import os
 import sys
 
-from ..manifest.fields import expand_home, get, scalar
+from ..manifest.fields import expand_home, get
 from ..std.text import safe_text, shell_quote
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, say
+from ._common import EXIT_FAIL, EXIT_REFUSED, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
-
-MAX_STEPS_ENV = "RELAXREPRO_MAX_STEPS"
-
 
 def _under(path: str, root: str) -> Optional[str]:
     """``path`` relative to ``root`` ("" for root itself), or None when it lies outside it."""
@@ -208,7 +205,8 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
            interpreter: Optional[str], home: Optional[str], rtol: float, atol: float) -> int:
     """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun), verify; the exit status."""
     from ..manifest import reader
-    from ..manifest.model import READ_LIMIT_BYTES, RUN_ID_ENV
+    from ..manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES, RUN_ID_ENV
+    from ..manifest.trace import MAX_STEPS_ENV
     from ..record import adopt, outcome
     from ..std import proc
     from . import verify
@@ -218,16 +216,20 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
     run_env.pop(MAX_STEPS_ENV, None)  # one exported in the shell must not cut a --full replay short
     if quick:
         run_env[MAX_STEPS_ENV] = str(quick)
-    run_env["RELAXREPRO_OUTPUT_DIR"] = target  # for a trainer that writes where the API's default points
-    os.makedirs(target, exist_ok=True)
+    run_env[OUTPUT_DIR_ENV] = target  # for a trainer that writes where the API's default points
+    try:
+        os.makedirs(target, exist_ok=True)
+    except OSError as exc:
+        say("relaxrepro rerun: refused: cannot make %s: %s", target, (exc.strerror or str(exc)).lower())
+        return EXIT_REFUSED
     say("relaxrepro rerun: replay of run %s (%s) into %s", run_id, "--quick %d" % quick if quick else "--full",
         target)
     for where, old, new in changes:
         say("relaxrepro rerun: %s: %s -> %s (the original's files stay as they are)", where, old, new)
     note = "replay of %s (%s)" % (run_id, "--quick %d" % quick if quick else "--full")
-    code, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, interpreter),
+    stop, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, interpreter),
                                             argv, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
-    if mine is None or doc is None:
+    if stop is not None or mine is None or doc is None:
         say("relaxrepro rerun: refused: could not write the replay's manifest into %s", target)
         return EXIT_REFUSED
     run_env.update({RUN_ID_ENV: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(mine)})
@@ -256,12 +258,12 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
     mine_cmp = comparable(new, cwd, home, target, trace_only=bool(quick))
     verdict = verify.verify(old, mine_cmp, rtol=rtol, atol=atol, steps=quick)
     sys.stdout.write(verify.render(verdict))
-    code = verify.exit_code(verdict)
-    if status != 0:
-        say("relaxrepro rerun: the replay exited with status %d (the original: %s)", status,
-            scalar(get(rec, "outcome.status", None)) or "not recorded")
-        return max(code, EXIT_FAIL) if code != EXIT_REFUSED else code
-    return code if code in (EXIT_OK, EXIT_FAIL, EXIT_REFUSED) else EXIT_FAIL
+    recorded_status = get(rec, "outcome.exit_code", None)
+    if status != 0 and status != recorded_status:
+        say("relaxrepro rerun: the replay exited with status %d, the original with %s", status,
+            "status %s" % recorded_status if isinstance(recorded_status, int) else "no recorded status")
+        return EXIT_FAIL
+    return verify.exit_code(verdict)
 
 
 def _stamp(path: str) -> Optional[Tuple[int, int, int]]:

@@ -118,6 +118,14 @@ def test_quick_on_an_unseeded_run_diverges(tmp_path):
     assert "step 1" in res.stdout
 
 
+def test_a_replay_that_fails_where_the_original_did_not_diverges(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    (project / "train.py").write_text('import sys; sys.exit("out of memory")\n')  # recorded as a patch: check WARNs
+    res = _rerun(original, project, "--full")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "relaxrepro rerun: the replay exited with status 1, the original with status 0" in res.stderr
+
+
 def test_an_argument_naming_the_run_directory_is_pointed_at_the_replay(tmp_path):
     original, project = _record(tmp_path, "--seeded", "--out", "runs/a")
     res = _rerun(original, project, "--full", "--output-dir", str(tmp_path / "again"))
