@@ -83,6 +83,7 @@ CASES = [
     ("ray-status", "ray", "peer: ray status"),
     ("ray-list", "ray", "peer: ray list nodes"),
 ]
+CASES += __import__("verify").CASES  # issue 18: bench/verify.py
 LABEL = {cid: label for cid, _, label in CASES}
 
 
@@ -204,7 +205,7 @@ def main(argv=None) -> int:
         need = set(want)
         ml = peers = None
         clean_py = None
-        if need & {"floor-clean", "diff", "base-diff"}:
+        if need & {"floor-clean", "diff", "base-diff", "verify"}:
             # The same interpreter without any site-packages: this machine's system site-packages has a
             # .pth that imports certifi at every start (~30 ms), which no user's laptop pays.
             subprocess.run([py, "-m", "venv", "--without-pip", os.path.join(work, "clean")], check=True)
@@ -289,6 +290,7 @@ def main(argv=None) -> int:
             add("base-diff", [clean_py, "-m", "relaxrepro", "diff", a, b], env_base, ok_rc=(0, 1))
             add("check", [py, "-m", "relaxrepro", "check", a], env_pkg, repo, ok_rc=(0, 1))
             add("base-check", [py, "-m", "relaxrepro", "check", a], env_base, repo, ok_rc=(0, 1))
+        __import__("verify").add_cases(add, need, py, clean_py, env_pkg, work, _setup.read_manifests(work))
         if "ls" in need:
             add("ls", [py, "-m", "relaxrepro", "ls", _setup.ls_tree()], env_pkg)
         if "merge" in need:
@@ -377,6 +379,7 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     budget("generate with live Ray <= 1.3x the faster of ray status / ray list nodes (per round)",
            pair_ratio(results, "ray-generate", ("ray-status", "ray-list")), 1.3, "x")
     budget("diff <= 40 ms", med.get("diff"), 40, "ms")
+    __import__("verify").add_budgets(results, budget, pair_ratio)
     budget("check <= generate (same repo, package)", pair_ratio(results, "check", "pkg-small"), 1.0, "x")
     budget(".pyz start-up <= 1.2x package (--version)", pair_ratio(results, "pyz-version", "pkg-version"), 1.2, "x")
     budget(".pyz generate <= 1.2x package generate", pair_ratio(results, "pyz-small", "pkg-small"), 1.2, "x")

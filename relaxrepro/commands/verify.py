@@ -286,13 +286,19 @@ def likely_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
     from .diff import diff_documents
 
     causes: List[str] = []
+    off = {}
     for doc, side in ((old, "old"), (new, "new")):
         seeds = doc.get("seeds") if isinstance(doc.get("seeds"), dict) else {}
         missing = seeds.get("missing") if isinstance(seeds.get("missing"), list) else []
         if seeds.get("bit_reproducible") is False and missing:
-            causes.append("determinism switches off in the %s run: %s%s" % (
-                side, "; ".join(str(m) for m in missing[:2]), " (+%d more)" % (len(missing) - 2)
-                if len(missing) > 2 else ""))
+            # each reason up to its explanation: "PYTHONHASHSEED is not set: str hashes ..." -> the first part
+            reasons = [str(m).split(": ")[0] for m in missing]
+            off[side] = "; ".join(reasons[:3]) + (" (+%d more)" % (len(reasons) - 3) if len(reasons) > 3 else "")
+    if off.get("old") and off.get("old") == off.get("new"):
+        causes.append("determinism switches off in both runs: %s" % off["old"])
+    else:
+        causes.extend("determinism switches off in the %s run: %s" % (side, off[side]) for side in ("old", "new")
+                      if side in off)
     changes, _hidden = diff_documents(old, new)
     buckets: Dict[str, List[str]] = {}
     for c in changes:

@@ -215,14 +215,18 @@ def test_likely_causes_come_from_the_seeds_verdict_and_the_diff():
     old, new = _pair(metrics={"auc": 0.5, "loss": 0.25})
     old["seeds"] = {"values": {"seed": 1}, "bit_reproducible": True, "missing": []}
     new["seeds"] = {"values": {"seed": 2}, "bit_reproducible": False,
-                    "missing": ["PYTHONHASHSEED is not set", "deterministic algorithms not enabled", "x"]}
+                    "missing": ["PYTHONHASHSEED is not set: str hashes differ", "deterministic algorithms not enabled",
+                                "x", "y"]}
     old["hardware"] = {"gpu": {"model": "NVIDIA H100 80GB HBM3", "driver_version": "550.54"}}
     new["hardware"] = {"gpu": {"model": "NVIDIA A100-SXM4-80GB", "driver_version": "550.54"}}
     old["environment"] = {"packages": {"torch": "2.4.0"}}
     new["environment"] = {"packages": {"torch": "2.5.1"}}
     causes = verify(old, new)["causes"]
     assert causes[0] == ("determinism switches off in the new run: PYTHONHASHSEED is not set; "
-                         "deterministic algorithms not enabled (+1 more)")
+                         "deterministic algorithms not enabled; x (+1 more)")
+    old["seeds"] = dict(new["seeds"], values={"seed": 1})
+    assert verify(old, new)["causes"][0] == ("determinism switches off in both runs: PYTHONHASHSEED is not set; "
+                                             "deterministic algorithms not enabled; x (+1 more)")
     assert any(c.startswith("another seed: seeds.values.seed 1 -> 2") for c in causes)
     assert any(c.startswith("another GPU model: hardware.gpu.model") for c in causes)
     assert any(c.startswith("other packages:") and "torch" in c for c in causes)

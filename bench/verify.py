@@ -1,0 +1,128 @@
+"""Issue 18's bench cases, as processes bench/run.py times (``--only results``):
+
+- ``trace-1m`` / ``trace-0``: a trainer calling ``relaxrepro.trace(step, loss=..., acc=...)`` 1,000,000 times
+  inside ``recorded``'s manifest, and the same process making no call; the per-round difference / 1e6 is the
+  cost of one call (budget <= 2 us);
+- ``verify``: ``relaxrepro verify`` of the two ~30 KB manifests ``diff`` reads, given results that part at a
+  trace step, so the likely causes (the diff) are worked out too (budget <= 1.2x ``diff``, same rounds);
+- ``result-1g`` / ``sha256sum-1g``: ``relaxrepro.result(outputs=[a 1 GB checkpoint])`` with an empty cache
+  against ``sha256sum`` of it (budget: throughput >= 0.9x, i.e. time <= 1.11x); ``result-1g-cached``: the
+  same with the cache filled (budget: <= 50 ms over ``python -c pass``).
+
+Run as a script it is one of those processes: ``verify.py trace N``, ``verify.py result PATH CACHE_DIR``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from typing import Callable, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CASES = [
+    ("trace-1m", "results", "relaxrepro.trace x 1,000,000 calls (Manifest in memory)"),
+    ("trace-0", "results", "the same process, no trace call"),
+    ("verify", "results read", "package verify, two ~30 KB manifests with results (clean venv python)"),
+    ("result-1g", "results", "relaxrepro.result(outputs=[1 GB file]), empty fingerprint cache"),
+    ("sha256sum-1g", "results", "peer: sha256sum of the same 1 GB file"),
+    ("result-1g-cached", "results", "relaxrepro.result(outputs=[1 GB file]), digest cached"),
+]
+
+
+def with_results(paths: List[str], work: str) -> List[str]:
+    """Copies of ``paths`` with results that agree on outputs and part in the trace at step 30."""
+    out = []
+    for i, path in enumerate(paths):
+        with open(path) as fh:
+            doc = json.load(fh)
+        steps = list(range(50)) + list(range(50, 1000, 20))
+        loss = [(1.0 / (s + 1) + (1e-9 if i and s >= 30 else 0.0)).hex() for s in steps]
+        doc["schema_version"] = "1.3"
+        doc["results"] = {"metrics": {"auc": 0.91 + i * 1e-6, "loss": 0.25},
+                          "outputs": {"ckpt/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 1 << 30}},
+                          "trace": {"first": 50, "every": 20, "calls": 1000, "last_step": 999, "steps": steps,
+                                    "names": ["loss", "acc"], "values": [loss, copy.copy(loss)]}}
+        target = os.path.join(work, "verify%d.json" % i)
+        with open(target, "w") as fh:
+            json.dump(doc, fh, indent=1)
+        out.append(target)
+    return out
+
+
+def big_file(work: str, size_mb: int = 1024) -> str:
+    path = os.path.join(work, "checkpoint.bin")
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as fh:
+        for _ in range(size_mb):
+            fh.write(block)
+    return path
+
+
+def add_cases(add: Callable[..., None], need: set, py: str, clean_py: str, env_pkg: Dict[str, str],
+              work: str, diff_inputs: List[str]) -> None:
+    """Register the cases above with bench/run.py's ``add``."""
+    me = os.path.abspath(__file__)
+    add("trace-1m", [py, me, "trace", "1000000"], env_pkg)
+    add("trace-0", [py, me, "trace", "0"], env_pkg)
+    if "verify" in need:
+        a, b = with_results(diff_inputs, work)
+        add("verify", [clean_py, "-m", "relaxrepro", "verify", a, b], env_pkg, ok_rc=(1,))
+    if need & {"result-1g", "sha256sum-1g", "result-1g-cached"}:
+        path = big_file(work)
+        add("result-1g", [py, me, "result", path, ""], env_pkg)
+        add("sha256sum-1g", ["sha256sum", path], env_pkg)
+        cached = os.path.join(work, "filled-cache")
+        main(["result", path, cached])  # fills it once
+        add("result-1g-cached", [py, me, "result", path, cached], env_pkg)
+
+
+def add_budgets(results: Dict[str, dict], budget: Callable[..., None], pair_ratio: Callable[..., object]) -> None:
+    """Issue 18's budgets, each from the same rounds (see the module docstring)."""
+    import statistics
+
+    def per_round(a: str, b: str, scale: float):
+        if a not in results or b not in results:
+            return None
+        return statistics.median((x - y) * scale for x, y in zip(results[a]["wall"], results[b]["wall"]))
+
+    budget("trace <= 2 us per call (1,000,000 calls, per-round difference)", per_round("trace-1m", "trace-0", 1.0),
+           2.0, "us")
+    budget("verify <= 1.2x diff", pair_ratio(results, "verify", "diff"), 1.2, "x")
+    budget("result of a 1 GB file <= 1.11x sha256sum (>= 0.9x its throughput)",
+           pair_ratio(results, "result-1g", "sha256sum-1g"), 1.11, "x")
+    budget("result of a cached 1 GB file <= 50 ms over the same process without it",
+           per_round("result-1g-cached", "trace-0", 1000.0), 50, "ms")
+
+
+def main(argv: List[str]) -> int:
+    sys.path.insert(0, ROOT)
+    if argv[0] == "trace":
+        from relaxrepro import api
+        from relaxrepro.manifest.model import Manifest
+
+        api._last = Manifest(run_id="bench")  # what collect_manifest leaves for trace() to find
+        trace = __import__("relaxrepro").trace
+        for step in range(int(argv[1])):
+            trace(step, loss=0.5, acc=0.25)
+        return 0
+    if argv[0] == "result":
+        import tempfile
+
+        from relaxrepro import api
+        from relaxrepro.manifest.model import Manifest
+
+        cache = argv[2] or tempfile.mkdtemp(prefix="rr-bench-cache-")  # empty: the file is read in full
+        os.environ["RELAXREPRO_CACHE_DIR"] = cache
+        section = api.result(outputs=[argv[1]], manifest=Manifest(run_id="bench"))
+        if not argv[2]:
+            import shutil
+
+            shutil.rmtree(cache, ignore_errors=True)
+        return 0 if section and section["outputs"] and "sha256" in next(iter(section["outputs"].values())) else 1
+    raise SystemExit("usage: verify.py trace N | result PATH CACHE_DIR")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
