@@ -115,15 +115,12 @@ def unprotected(outputs: Mapping[str, str], source: str, named: List[str], cwd: 
 
 
 def comparable(doc: Mapping[str, Any], cwd: str, home: Optional[str], root: str,
-               moved: Optional[Mapping[str, str]] = None, trace_only: bool = False) -> Dict[str, Any]:
+               moved: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """``doc`` with its outputs keyed by where they lie relative to ``root`` (the replay's directory), the
-    original's moved to where its replay writes them, so the two name the same file alike; with
-    ``trace_only``, the results keep the trace alone (a quick replay's outputs are unfinished)."""
+    original's moved to where its replay writes them, so the two name the same file alike."""
     out = dict(doc)
-    results = dict(doc.get("results") or {}) if isinstance(doc.get("results"), dict) else {}
-    if trace_only:
-        results = {k: v for k, v in results.items() if k == "trace"}
-    elif isinstance(results.get("outputs"), dict):
+    results = dict(doc["results"]) if isinstance(doc.get("results"), dict) else {}
+    if isinstance(results.get("outputs"), dict):
         keyed = {}
         for key, value in results["outputs"].items():
             path = os.path.normpath(os.path.join(cwd, expand_home(str(key), home)))
@@ -131,7 +128,7 @@ def comparable(doc: Mapping[str, Any], cwd: str, home: Optional[str], root: str,
             rel = _under(path, root)
             keyed[rel if rel else path] = value
         results["outputs"] = keyed
-    out["results"] = results
+        out["results"] = results
     return out
 
 
@@ -254,8 +251,8 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
     for original in sorted(before):
         if _stamp(original) != before[original]:
             say("relaxrepro rerun: warning: the replay wrote over the original's output %s", original)
-    old = comparable(rec, cwd, home, target, moved, trace_only=bool(quick))
-    mine_cmp = comparable(new, cwd, home, target, trace_only=bool(quick))
+    old = comparable(rec, cwd, home, target, moved)
+    mine_cmp = comparable(new, cwd, home, target)
     verdict = verify.verify(old, mine_cmp, rtol=rtol, atol=atol, steps=quick)
     sys.stdout.write(verify.render(verdict))
     recorded_status = get(rec, "outcome.exit_code", None)

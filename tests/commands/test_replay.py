@@ -242,3 +242,16 @@ def test_redirect_rewrites_the_run_directory_and_named_outputs_only():
                       "--data", "runs/a/in.csv"]
     assert p.env == {"OUT": "/proj/runs/a.replay-1", "OTHER": "runs"}
     assert [c[0] for c in changes] == ["argv[3]", "argv[4]", "env OUT"]
+
+
+def test_outputs_are_compared_by_their_place_in_the_run_directory():
+    entry = {"kind": "file", "sha256": "a" * 64, "size": 1}
+    old = {"run_id": "r1", "results": {"outputs": {"runs/a/w.pt": entry, "<HOME>/best.pt": entry}}}
+    new = {"run_id": "r2", "results": {"outputs": {"runs/a.replay-1/w.pt": entry,
+                                                   "/proj/runs/a.replay-1/best.pt": entry}}}
+    moved = {"/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt", "/home/u/best.pt": "/proj/runs/a.replay-1/best.pt"}
+    root = "/proj/runs/a.replay-1"
+    assert replay.comparable(old, "/proj", "/home/u", root, moved)["results"]["outputs"] == {"w.pt": entry,
+                                                                                           "best.pt": entry}
+    assert replay.comparable(new, "/proj", "/home/u", root)["results"]["outputs"] == {"w.pt": entry, "best.pt": entry}
+    assert replay.comparable({"run_id": "r3"}, "/proj", None, root) == {"run_id": "r3"}  # no results: none added
