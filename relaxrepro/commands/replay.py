@@ -114,6 +114,19 @@ def unprotected(outputs: Mapping[str, str], source: str, named: List[str], cwd: 
                   and (project or _under(path, source) is None))
 
 
+def as_typed(recorded: Any, argv: List[str], interpreter: Optional[str]) -> List[str]:
+    """The command to record for the replay: ``argv`` (as redirected) with its first word as the original
+    recorded it (``python``, ``torchrun``), not as :func:`~.rerun.with_interpreter` resolved it."""
+    if not isinstance(recorded, list) or not recorded or not argv:
+        return list(argv)
+    first = str(recorded[0])
+    if len(recorded) == len(argv) - 1 and argv[0] == interpreter and argv[1:2] == [first]:
+        return argv[1:]  # a bare train.py was run by the interpreter
+    if len(recorded) == len(argv) and (argv[0] == interpreter or os.path.basename(argv[0]) == os.path.basename(first)):
+        return [first] + argv[1:]
+    return list(argv)
+
+
 def comparable(doc: Mapping[str, Any], cwd: str, home: Optional[str], root: str,
                moved: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """``doc`` with its outputs keyed by where they lie relative to ``root`` (the replay's directory), the
@@ -199,8 +212,12 @@ def place(rec: Mapping[str, Any], p: Any, path: str, target: str) -> Tuple[Dict[
 
 def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str, str], cwd: str,
            quick: Optional[int], target: str, changes: List[Tuple[str, str, str]], moved: Mapping[str, str], *,
-           interpreter: Optional[str], home: Optional[str], rtol: float, atol: float) -> int:
-    """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun), verify; the exit status."""
+           recorded: List[str], interpreter: Optional[str], home: Optional[str], rtol: float, atol: float) -> int:
+    """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun), verify; the exit status.
+
+    The manifest records the command as the original did (``recorded``: ``python train.py``, not the
+    interpreter ``argv`` resolved it to, which the environment section records), so that verify does not
+    name the spelling as a cause and a replay of the replay runs alike."""
     from ..manifest import reader
     from ..manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES, RUN_ID_ENV
     from ..manifest.trace import MAX_STEPS_ENV
@@ -225,7 +242,7 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
         say("relaxrepro rerun: %s: %s -> %s (the original's files stay as they are)", where, old, new)
     note = "replay of %s (%s)" % (run_id, "--quick %d" % quick if quick else "--full")
     stop, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, interpreter),
-                                            argv, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
+                                            recorded, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
     if stop is not None or mine is None or doc is None:
         say("relaxrepro rerun: refused: could not write the replay's manifest into %s", target)
         return EXIT_REFUSED

@@ -438,7 +438,9 @@ def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], va
         sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
         return EXIT_REFUSED
     return replay.replay(rec, path, argv, run_env, cwd or os.getcwd(), quick, target, changes, moved,
-                         interpreter=p.interpreter, home=p.home, rtol=rtol, atol=atol)
+                         recorded=replay.as_typed(get(rec, "command.argv", None), [p.local(a) for a in p.argv],
+                                                  p.interpreter), interpreter=p.interpreter, home=p.home,
+                         rtol=rtol, atol=atol)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -255,3 +255,15 @@ def test_outputs_are_compared_by_their_place_in_the_run_directory():
                                                                                            "best.pt": entry}
     assert replay.comparable(new, "/proj", "/home/u", root)["results"]["outputs"] == {"w.pt": entry, "best.pt": entry}
     assert replay.comparable({"run_id": "r3"}, "/proj", None, root) == {"run_id": "r3"}  # no results: none added
+
+
+@pytest.mark.parametrize("recorded, argv, expected", [
+    (["python", "t.py", "--out", "runs/a"], ["/venv/bin/python", "t.py", "--out", "runs/b"],
+     ["python", "t.py", "--out", "runs/b"]),
+    (["t.py", "--x"], ["/venv/bin/python", "t.py", "--x"], ["t.py", "--x"]),
+    (["torchrun", "t.py"], ["/venv/bin/torchrun", "t.py"], ["torchrun", "t.py"]),
+    (["./run.sh"], ["./run.sh"], ["./run.sh"]),
+    (None, ["/venv/bin/python", "t.py"], ["/venv/bin/python", "t.py"]),
+], ids=["python-as-typed", "bare-script", "venv-launcher", "unchanged", "none-recorded"])
+def test_the_replay_records_the_command_as_the_original_typed_it(recorded, argv, expected):
+    assert replay.as_typed(recorded, argv, "/venv/bin/python") == expected
