@@ -49,10 +49,11 @@ def row(mode: str, docs: list, speeds: list, baseline: float) -> str:
     traces = [json.dumps(d["results"].get("trace"), sort_keys=True) for d in docs]
     weights = [d["results"]["outputs"][next(iter(d["results"]["outputs"]))].get("sha256") for d in docs]
     speed = statistics.median(speeds)
-    cost = "" if mode == "unconstrained" else " (%+.0f%%)" % (100.0 * (speed / baseline - 1.0))
-    return "| %s | %d | %.4f | %.4f | %d%% | %d%% | %.0f%s |" % (
+    cost = "" if mode == "unconstrained" else "%+.0f%%" % (100.0 * (speed / baseline - 1.0))
+    return "| %s | %d | %.4f | %.4f | %d%% | %d%% | %.0f (%.0f-%.0f) | %s |" % (
         mode, len(docs), statistics.mean(aucs), statistics.stdev(aucs) if len(aucs) > 1 else 0.0,
-        round(100 * share_of_most_common(traces)), round(100 * share_of_most_common(weights)), speed, cost)
+        round(100 * share_of_most_common(traces)), round(100 * share_of_most_common(weights)), speed,
+        min(speeds), max(speeds), cost or "baseline")
 
 
 def main() -> None:
@@ -73,12 +74,14 @@ def main() -> None:
         first = docs[MODES[0]][0]
         cpu = first.get("hardware", {}).get("cpu", {})
         packages = first.get("environment", {}).get("key_packages", {})
-        print("Machine: %s, %s cores, torch %s, Python %s; %d runs per mode, %d steps each." % (
-            cpu.get("model", "?"), cpu.get("cores", "?"), packages.get("torch", "?"),
-            first.get("environment", {}).get("python", {}).get("version", "?"), args.runs, args.steps))
+        print("Machine: %s, %s cores, torch %s, Python %s; %d runs per mode, %d steps each, load average %s "
+              "at the end." % (cpu.get("model", "?"), cpu.get("cores", "?"), packages.get("torch", "?"),
+                               first.get("environment", {}).get("python", {}).get("version", "?"), args.runs,
+                               args.steps, "%.1f" % os.getloadavg()[0] if hasattr(os, "getloadavg") else "?"))
         print()
-        print("| mode | runs | AUC mean | AUC std | bit-identical traces | weight-hash match | steps/s (median) |")
-        print("|---|---|---|---|---|---|---|")
+        print("| mode | runs | AUC mean | AUC std | bit-identical traces | weight-hash match "
+              "| steps/s median (min-max) | throughput vs unconstrained |")
+        print("|---|---|---|---|---|---|---|---|")
         baseline = statistics.median(speeds["unconstrained"])
         for mode in MODES:
             print(row(mode, docs[mode], speeds[mode], baseline))
