@@ -283,7 +283,9 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
     rer = sub.add_parser("rerun", help="replay a recorded run: review a script, or run it after check",
                          description="--dry-run prints a POSIX sh script to review; --confirm runs check, "
                          "then the recorded command with the recorded env and interpreter, and exits with "
-                         "its status (2 when refused).")
+                         "its status (2 when refused). With --quick N or --full the replay records its own "
+                         "manifest in a new directory and exits with the verdict of verify: 0 reproduced, "
+                         "1 diverged, 2 refused or nothing to verify.")
     rer.add_argument("manifest", metavar="MANIFEST")
     how = rer.add_mutually_exclusive_group(required=True)
     how.add_argument("--dry-run", action="store_true", help="print the replay script, run nothing")
@@ -293,6 +295,35 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                      "such as <HOME> (repeatable)")
     rer.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="where recorded repo NAME is on this machine (for the check)")
+    replay = rer.add_mutually_exclusive_group()
+    replay.add_argument("--quick", type=_steps, metavar="N", help="with --confirm: stop the command after step N "
+                        "(RELAXREPRO_MAX_STEPS) and verify its first N trace steps against the original")
+    replay.add_argument("--full", action="store_true",
+                        help="with --confirm: run it all, then verify outputs, metrics and trace")
+    rer.add_argument("--output-dir", metavar="DIR", help="the replay's new or empty directory (default: beside the "
+                     "original's, runs/a -> runs/a.replay-1)")
+    rer.add_argument("--rtol", type=_tolerance, default=0.0, metavar="R", help="relative tolerance (default 0: exact)")
+    rer.add_argument("--atol", type=_tolerance, default=0.0, metavar="A", help="absolute tolerance (default 0: exact)")
+
+
+def _steps(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number of steps, got %r" % text) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("expected at least 1 step, got %d" % n)
+    return n
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0.0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("expected a finite number >= 0, got %r" % text)
+    return value
 
 
 def _add_restore(sub: "argparse._SubParsersAction") -> None:

@@ -39,11 +39,12 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: str
-               ) -> Tuple[Optional[int], Optional[dict], Optional[str], List[str]]:
+def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: str, *, cwd: Optional[str] = None,
+               replay_of: Optional[str] = None) -> Tuple[Optional[int], Optional[dict], Optional[str], List[str]]:
     """Collect and write as ``generate`` does: (exit code to stop with, document, path, probe problems).
 
-    Shared by ``generate`` and ``run``. Skipped on ranks other than 0 unless ``--all-ranks``.
+    Shared by ``generate``, ``run`` and ``rerun --quick/--full`` (which runs the command in ``cwd`` and
+    records the run id it replays). Skipped on ranks other than 0 unless ``--all-ranks``.
     """
     if not session.records_here(env, args.all_ranks):
         return None, None, None, []  # under a multi-rank launcher only rank 0 writes
@@ -70,14 +71,14 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
     options = {"parent": args.parent, "group": args.group, "note": args.note,
                "output_dir": directory or os.path.dirname(os.path.abspath(args.output)),
                "env_prefixes": list(args.env_prefix), "data": list(args.data), "repos": repos,
-               "private_patch": args.private_patch, "python": args.python}
+               "private_patch": args.private_patch, "python": args.python, "replay_of": replay_of}
     if args.args_json is not None:
         loaded = _load_args_json(args.args_json)
         if isinstance(loaded, str):
             say("relaxrepro %s: error: --args-json %s: %s", verb, args.args_json, loaded)
             return EXIT_USAGE, None, None, []
         options["args_json"] = loaded
-    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none",
+    ctx = Context(env=env, cwd=cwd, argv=command, argv_source="cli" if command else "none",
                   options={k: v for k, v in options.items() if v is not None}, redactor=redactor)
     with proc.ending_all_on_termination():  # a job killed meanwhile leaves no tool of ours running
         doc = assemble.build(ctx, run_id=args.run_id)

@@ -411,6 +411,48 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
     return proc.exit_status(result)
 
 
+def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], values: Mapping[str, str],
+               repos: Mapping[str, str], rtol: float = 0.0, atol: float = 0.0,
+               env: Optional[Mapping[str, str]] = None) -> int:
+    """``--confirm --quick N`` (``quick``) or ``--full`` (``quick`` None): refused, checked and run as
+    ``--confirm`` is, recorded and verified by :mod:`.replay`; the verdict's exit status."""
+    from . import replay
+
+    env = dict(os.environ if env is None else env)
+    rec = read_with_notes("rerun", path)
+    if rec is None:
+        return EXIT_REFUSED
+    target = replay.replay_dir(path, output_dir)
+    why = replay.refusal(rec, path, quick, target)
+    if why:
+        say("relaxrepro rerun: %s", why)
+        return EXIT_REFUSED
+    try:
+        p = plan(rec, values, env)
+        try:
+            moved, changes = replay.place(rec, p, path, target)
+        except ValueError as exc:
+            raise Refusal(str(exc)) from None
+        argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
+    except Refusal as exc:
+        sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
+        return EXIT_REFUSED
+    return replay.replay(rec, path, argv, run_env, cwd or os.getcwd(), quick, target, changes, moved,
+                         recorded=replay.as_typed(get(rec, "command.argv", None), [p.local(a) for a in p.argv],
+                                                  p.interpreter), interpreter=p.interpreter, home=p.home,
+                         rtol=rtol, atol=atol)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.quick or args.full:
+        if args.dry_run:
+            say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")
+            return EXIT_USAGE
+        return run_replay(args.manifest, quick=args.quick, output_dir=args.output_dir,
+                          values=pairs(args.set_values, "--set"), repos=pairs(args.repo, "--repo"),
+                          rtol=args.rtol, atol=args.atol)
+    if args.output_dir is not None or args.rtol or args.atol:
+        say("relaxrepro rerun: error: --output-dir, --rtol and --atol go with --quick N or --full")
+        return EXIT_USAGE
     return run_cli(args.manifest, dry_run=args.dry_run, values=pairs(args.set_values, "--set"),
                    repos=pairs(args.repo, "--repo"))

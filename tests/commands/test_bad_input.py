@@ -54,6 +54,8 @@ COMMANDS = {
     "verify-new": lambda p, tmp: ["verify", str(tmp / "good.json"), p],
     "rerun-dry-run": lambda p, tmp: ["rerun", p, "--dry-run"],
     "rerun-confirm": lambda p, tmp: ["rerun", p, "--confirm"],
+    "rerun-quick": lambda p, tmp: ["rerun", p, "--confirm", "--quick", "5"],
+    "rerun-full": lambda p, tmp: ["rerun", p, "--confirm", "--full"],
     "restore": lambda p, tmp: ["restore", p, "--into", str(tmp / "out")],
     "report": lambda p, tmp: ["report", p, "-o", str(tmp / "out")],
     "report-against": lambda p, tmp: ["report", str(tmp / "good.json"), "--against", p, "-o", str(tmp / "out")],

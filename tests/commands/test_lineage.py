@@ -30,6 +30,11 @@ def test_nothing_to_say_means_no_section(tmp_path):
     assert _derive(make_doc("r1"), tmp_path) is None
 
 
+def test_a_replay_records_the_run_it_replays(tmp_path):
+    out = _derive(make_doc("r2"), tmp_path, replay_of="r1")
+    assert out.data == {"lineage": {"replay_of": "r1"}}
+
+
 def test_a_checkpoint_argument_into_another_runs_directory_is_a_derived_parent(tmp_path):
     prev = put(tmp_path / "runs" / "base", make_doc("20260101_000000_aaaaaaa"))
     ckpt = tmp_path / "runs" / "base" / "ckpt" / "iter_0000100"

@@ -77,6 +77,8 @@ def derive(doc: Dict[str, Any], ctx: Context) -> Optional[Outcome]:
         section["group"] = str(group)
     if note is not None:
         section["note"] = str(note)
+    if opts.get("replay_of"):
+        section["replay_of"] = str(opts["replay_of"])  # rerun --quick/--full
     if not section:
         return None
     out.data = {"lineage": section}

@@ -1,0 +1,289 @@
+"""``relaxrepro rerun MANIFEST --confirm (--quick N | --full)``: replay a recorded run, then verify it.
+
+The replay is refused, checked and run as ``rerun --confirm`` does (:mod:`.rerun`), and recorded as
+``relaxrepro run`` records: its own manifest is written first and handed to the command
+(``RELAXREPRO_MANIFEST``), so a trainer using the API records into it; ``lineage.parent`` is the
+original, ``lineage.replay_of`` its run id. ``--quick N`` sets ``RELAXREPRO_MAX_STEPS=N`` (the API's
+``should_stop``/``trace`` end the run after step N) and verifies the first N trace steps; ``--full``
+runs it all and verifies outputs, metrics and trace. The exit status is the verdict's: 0 reproduced,
+1 diverged (or the replay failed), 2 refused or nothing to verify.
+
+Nothing of the original is written over. The replay goes into a new directory (``--output-dir``, else
+beside the original's: ``runs/det`` -> ``runs/det.replay-1``), and every argument or environment value
+naming the original's directory or one of its recorded outputs is pointed there instead. An output of
+the original that the command could still write (outside its directory and not named in the command,
+so the trainer picks the path itself) refuses the replay until it is moved aside.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..manifest.fields import expand_home, get
+from ..std.text import safe_text, shell_quote
+from ._common import EXIT_FAIL, EXIT_REFUSED, say
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+def _under(path: str, root: str) -> Optional[str]:
+    """``path`` relative to ``root`` ("" for root itself), or None when it lies outside it."""
+    if path == root:
+        return ""
+    prefix = root.rstrip(os.sep) + os.sep
+    return path[len(prefix):] if path.startswith(prefix) else None
+
+
+def replay_dir(original: str, given: Optional[str], exists: Callable[[str], bool] = os.path.lexists) -> str:
+    """The replay's directory (absolute): ``given``, else the first free ``<dir>.replay-<k>`` beside the
+    original's directory; when that directory is the working one or above it (a manifest written to
+    ``.``), the sibling would leave the project, so ``<dir>/<run id>.replay-<k>`` inside it instead."""
+    if given:
+        return os.path.abspath(given)
+    directory = os.path.dirname(os.path.abspath(original))
+    inside = _under(os.getcwd(), directory) is not None
+    stem = os.path.basename(original)[len("manifest_"):-len(".json")] if os.path.basename(original).startswith(
+        "manifest_") and original.endswith(".json") else "run"
+    base = os.path.join(directory, stem) if inside else directory
+    k = 1
+    while exists("%s.replay-%d" % (base, k)):
+        k += 1
+    return "%s.replay-%d" % (base, k)
+
+
+def recorded_outputs(rec: Mapping[str, Any], cwd: str, home: Optional[str]) -> Dict[str, str]:
+    """{absolute path on this machine: the key recorded under ``results.outputs``}."""
+    outputs = get(rec, "results.outputs", None)
+    if not isinstance(outputs, dict):
+        return {}
+    return {os.path.normpath(os.path.join(cwd, expand_home(str(k), home))): str(k) for k in outputs}
+
+
+def redirect(p: Any, cwd: str, source: str, target: str, outputs: Mapping[str, str]
+             ) -> Tuple[Dict[str, str], List[Tuple[str, str, str]]]:
+    """Point the command's arguments and env values that name the original's directory ``source`` (when it
+    is a run directory, not the project) or one of its ``outputs`` at the replay's directory ``target``.
+
+    Changes ``p`` in place; returns ({original path: replay path} for every output, [(where, old, new)]).
+    """
+    project = _under(cwd, source) is not None  # a manifest written to "." or above: not a run directory
+    moved: Dict[str, str] = {}
+    for path in outputs:
+        rel = _under(path, source)
+        moved[path] = os.path.join(target, rel if rel and not project else os.path.basename(path))
+
+    def new_place(value: str) -> Optional[str]:
+        path = os.path.normpath(os.path.join(cwd, p.local(value)))
+        if path in moved:
+            return moved[path]
+        return target if path == source and not project else None
+
+    def spelled(value: str, place: str) -> str:  # relative stays relative
+        return place if os.path.isabs(p.local(value)) else os.path.relpath(place, cwd)
+
+    changes: List[Tuple[str, str, str]] = []
+    for i, arg in enumerate(p.argv):
+        head, eq, value = arg.partition("=")  # --out=runs/det as well as --out runs/det
+        place = new_place(arg)
+        if place is not None:
+            new = spelled(arg, place)
+        elif eq and value and new_place(value) is not None:
+            new = head + eq + spelled(value, new_place(value) or "")
+        else:
+            continue
+        changes.append(("argv[%d]" % i, arg, new))
+        p.argv[i] = new
+    for name, value in sorted(p.env.items()):
+        place = new_place(value)
+        if place is not None:
+            p.env[name] = spelled(value, place)
+            changes.append(("env " + name, value, p.env[name]))
+    return moved, changes
+
+
+def unprotected(outputs: Mapping[str, str], source: str, named: List[str], cwd: str) -> List[str]:
+    """Outputs of the original that exist where the replay could write them: not named by the command
+    (``named``: its arguments and env values, before :func:`redirect`) and not inside the original's run
+    directory, so the trainer chooses those paths itself."""
+    project = _under(cwd, source) is not None
+    places = {os.path.normpath(os.path.join(cwd, v)) for value in named
+              for v in (value, value.partition("=")[2]) if v}
+    return sorted(path for path in outputs if path not in places and os.path.lexists(path)
+                  and (project or _under(path, source) is None))
+
+
+def as_typed(recorded: Any, argv: List[str], interpreter: Optional[str]) -> List[str]:
+    """The command to record for the replay: ``argv`` (as redirected) with its first word as the original
+    recorded it (``python``, ``torchrun``), not as :func:`~.rerun.with_interpreter` resolved it."""
+    if not isinstance(recorded, list) or not recorded or not argv:
+        return list(argv)
+    first = str(recorded[0])
+    if len(recorded) == len(argv) - 1 and argv[0] == interpreter and argv[1:2] == [first]:
+        return argv[1:]  # a bare train.py was run by the interpreter
+    if len(recorded) == len(argv) and (argv[0] == interpreter or os.path.basename(argv[0]) == os.path.basename(first)):
+        return [first] + argv[1:]
+    return list(argv)
+
+
+def comparable(doc: Mapping[str, Any], cwd: str, home: Optional[str], root: str,
+               moved: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """``doc`` with its outputs keyed by where they lie relative to ``root`` (the replay's directory), the
+    original's moved to where its replay writes them, so the two name the same file alike."""
+    out = dict(doc)
+    results = dict(doc["results"]) if isinstance(doc.get("results"), dict) else {}
+    if isinstance(results.get("outputs"), dict):
+        keyed = {}
+        for key, value in results["outputs"].items():
+            path = os.path.normpath(os.path.join(cwd, expand_home(str(key), home)))
+            path = (moved or {}).get(path, path)
+            rel = _under(path, root)
+            keyed[rel if rel else path] = value
+        results["outputs"] = keyed
+        out["results"] = results
+    return out
+
+
+def _has_trace(rec: Mapping[str, Any]) -> bool:
+    trace = get(rec, "results.trace", None)
+    return isinstance(trace, dict) and bool(trace)
+
+
+def _has_results(rec: Mapping[str, Any]) -> bool:
+    results = get(rec, "results", None)
+    return isinstance(results, dict) and any(results.get(k) for k in ("metrics", "outputs", "trace"))
+
+
+def _fresh(directory: str) -> Optional[str]:
+    """Why ``directory`` cannot take a replay (it holds files, or is not a directory), or None."""
+    if not os.path.lexists(directory):
+        return None
+    if not os.path.isdir(directory) or os.path.islink(directory):
+        return "is not a directory"
+    try:
+        return "is not empty" if os.listdir(directory) else None
+    except OSError as exc:
+        return (exc.strerror or str(exc)).lower()
+
+
+class _RunArgs:
+    """The options of ``relaxrepro run`` that :func:`~.generate.record_run` reads, set for a replay."""
+
+    def __init__(self, directory: str, parent: str, note: str, python: Optional[str]) -> None:
+        self.output_dir, self.output, self.parent, self.note, self.python = directory, None, parent, note, python
+        self.run_id, self.group, self.args_json = None, None, None
+        self.all_ranks = self.strict = self.quiet = self.print_doc = self.private_patch = self.keep_paths = False
+        self.repo: List[str] = []
+        self.data: List[str] = []
+        self.env_prefix: List[str] = []
+        self.redact_pattern: List[str] = []
+
+
+def refusal(rec: Mapping[str, Any], path: str, quick: Optional[int], target: str) -> Optional[str]:
+    """Why the replay cannot start, said before anything runs (a long training must not end in "nothing to
+    verify"), or None."""
+    flag = "--quick %d" % quick if quick else "--full"
+    if quick and not _has_trace(rec):
+        return ("%s: %s records no trace (results.trace), so its first steps cannot be compared; record one "
+                "with relaxrepro.trace(step, loss=...), or replay with --full" % (flag, safe_text(path)))
+    if not quick and not _has_results(rec):
+        return ("--full: %s records no results (metrics, outputs or trace): nothing to verify; record them with "
+                "relaxrepro.result(...) or run --outputs/--metrics" % safe_text(path))
+    why = _fresh(target)
+    if why or target == os.path.dirname(os.path.abspath(path)):
+        return "--output-dir %s %s: a replay starts in a new or empty directory" % (
+            safe_text(target), why or "holds the original")
+    return None
+
+
+def place(rec: Mapping[str, Any], p: Any, path: str, target: str) -> Tuple[Dict[str, str], List[Tuple[str, str, str]]]:
+    """Point the plan ``p`` (a :class:`~.rerun.Plan`) at the replay's directory (:func:`redirect`); raises
+    ValueError when an output of the original would be written over all the same."""
+    source = os.path.dirname(os.path.abspath(path))
+    cwd = p.local(p.cwd) if p.cwd else os.getcwd()
+    outputs = recorded_outputs(rec, cwd, p.home)
+    exposed = unprotected(outputs, source, [p.local(v) for v in p.argv + list(p.env.values())], cwd)
+    if exposed:
+        raise ValueError("the original's output %s lies outside its directory and the command does not name it, "
+                         "so the replay would write over it; move it aside first" % safe_text(exposed[0]))
+    return redirect(p, cwd, source, target, outputs)
+
+
+def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str, str], cwd: str,
+           quick: Optional[int], target: str, changes: List[Tuple[str, str, str]], moved: Mapping[str, str], *,
+           recorded: List[str], interpreter: Optional[str], home: Optional[str], rtol: float, atol: float) -> int:
+    """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun), verify; the exit status.
+
+    The manifest records the command as the original did (``recorded``: ``python train.py``, not the
+    interpreter ``argv`` resolved it to, which the environment section records), so that verify does not
+    name the spelling as a cause and a replay of the replay runs alike."""
+    from ..manifest import reader
+    from ..manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES, RUN_ID_ENV
+    from ..manifest.trace import MAX_STEPS_ENV
+    from ..record import adopt, outcome
+    from ..std import proc
+    from . import verify
+    from .generate import record_run
+
+    run_id = str(rec.get("run_id", ""))
+    run_env.pop(MAX_STEPS_ENV, None)  # one exported in the shell must not cut a --full replay short
+    if quick:
+        run_env[MAX_STEPS_ENV] = str(quick)
+    run_env[OUTPUT_DIR_ENV] = target  # for a trainer that writes where the API's default points
+    try:
+        os.makedirs(target, exist_ok=True)
+    except OSError as exc:
+        say("relaxrepro rerun: refused: cannot make %s: %s", target, (exc.strerror or str(exc)).lower())
+        return EXIT_REFUSED
+    say("relaxrepro rerun: replay of run %s (%s) into %s", run_id, "--quick %d" % quick if quick else "--full",
+        target)
+    for where, old, new in changes:
+        say("relaxrepro rerun: %s: %s -> %s (the original's files stay as they are)", where, old, new)
+    note = "replay of %s (%s)" % (run_id, "--quick %d" % quick if quick else "--full")
+    stop, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, interpreter),
+                                            recorded, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
+    if stop is not None or mine is None or doc is None:
+        say("relaxrepro rerun: refused: could not write the replay's manifest into %s", target)
+        return EXIT_REFUSED
+    run_env.update({RUN_ID_ENV: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(mine)})
+    say("relaxrepro rerun: manifest %s", mine)
+    say("relaxrepro rerun: running %s", " ".join(shell_quote(a) for a in argv))
+    sys.stderr.flush()
+    sys.stdout.flush()
+    before = {original: _stamp(original) for original in moved}
+    result = proc.run_foreground(argv, env=run_env, cwd=cwd)
+    status = proc.exit_status(result)
+    if result.error is not None:
+        say("relaxrepro rerun: could not start %s: %s", argv[0], result.error)
+    warning = outcome.record(mine, outcome.from_process(result.rc, result.error, result.seconds),
+                             run_id=str(doc.get("run_id")))
+    if warning:
+        say("relaxrepro: warning: %s", warning)
+    try:
+        new = reader.parse_json(reader.read_bytes(mine, READ_LIMIT_BYTES).decode("utf-8"))
+    except (reader.ReadError, ValueError) as exc:
+        say("relaxrepro rerun: cannot read the replay's manifest %s: %s", mine, exc)
+        return EXIT_REFUSED
+    for original in sorted(before):
+        if _stamp(original) != before[original]:
+            say("relaxrepro rerun: warning: the replay wrote over the original's output %s", original)
+    old = comparable(rec, cwd, home, target, moved)
+    mine_cmp = comparable(new, cwd, home, target)
+    verdict = verify.verify(old, mine_cmp, rtol=rtol, atol=atol, steps=quick)
+    sys.stdout.write(verify.render(verdict))
+    recorded_status = get(rec, "outcome.exit_code", None)
+    if status != 0 and status != recorded_status:
+        say("relaxrepro rerun: the replay exited with status %d, the original with %s", status,
+            "status %s" % recorded_status if isinstance(recorded_status, int) else "no recorded status")
+        return EXIT_FAIL
+    return verify.exit_code(verdict)
+
+
+def _stamp(path: str) -> Optional[Tuple[int, int, int]]:
+    """(inode, size, mtime in ns) of ``path``, to see afterwards whether the replay wrote it; None if absent."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns

@@ -1,0 +1,269 @@
+"""``rerun --confirm --quick N | --full``: the recorded command replayed into a new directory, recorded as a
+run of its own (parent and replay_of the original), verified against the original; exit = the verdict.
+
+A tiny plain-Python trainer using the API stands in for training here (no torch: fast); the PyTorch example
+is replayed in tests/examples/test_determinism.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from relaxrepro.commands import replay
+from relaxrepro.commands.rerun import Plan
+from tests.helpers.common import make_repo, run_cli
+from tests.helpers.read import base_manifest, write_json
+from tests.helpers.recording import load, manifests
+
+# 20 steps of a "loss"; --seeded fixes its RNG; --stamp puts the pid into the saved model (an output that
+# differs while the trace agrees); --out DIR writes the model there, else beside the run's manifest.
+TRAINER = """\
+import os, random, sys
+import relaxrepro
+
+argv = sys.argv[1:]
+out = argv[argv.index("--out") + 1] if "--out" in argv else None
+with relaxrepro.recorded(output_dir=out) as manifest:
+    rng = random.Random(0 if "--seeded" in argv else None)
+    loss, step = 1.0, 0
+    for step in range(1, 21):
+        loss *= 0.9 + 0.01 * rng.random()
+        relaxrepro.trace(step, loss=loss)
+        if relaxrepro.should_stop(step):
+            break
+    where = out or os.path.dirname(manifest.path)
+    os.makedirs(where, exist_ok=True)
+    model = os.path.join(where, "model.bin")
+    with open(model, "w") as fh:
+        fh.write(repr(loss) + (" %d" % os.getpid() if "--stamp" in argv else ""))
+    relaxrepro.result(metrics={"loss": loss}, outputs=[model])
+    print("trained %d steps" % step)
+"""
+
+
+def _record(tmp_path, *args, run_dir="runs/a"):
+    """A real run of the trainer under ``relaxrepro run``: (its manifest path, the project)."""
+    project = tmp_path / "proj"
+    if not project.exists():
+        make_repo(project, {"train.py": TRAINER})
+    res = run_cli("run", "--output-dir", run_dir, "--", sys.executable, "train.py", *args, cwd=project)
+    assert res.returncode == 0, res.stderr
+    found = manifests(project / run_dir)
+    assert len(found) == 1, found
+    return found[0], project
+
+
+def _rerun(manifest, project, *args):
+    return run_cli("rerun", str(manifest), "--confirm", *args, cwd=project, timeout=120)
+
+
+def _replay_manifest(directory):
+    found = manifests(directory)
+    assert len(found) == 1, found
+    return load(found[0])
+
+
+def test_a_seeded_run_reproduces_in_full_into_a_sibling_directory(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    before = (project / "runs/a/model.bin").read_bytes()
+    res = _rerun(original, project, "--full")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "reproduced" in res.stdout
+    doc = _replay_manifest(project / "runs/a.replay-1")
+    first = load(original)
+    assert doc["lineage"]["replay_of"] == first["run_id"]
+    assert doc["lineage"]["parent"]["run_id"] == first["run_id"]
+    assert (project / "runs/a.replay-1/model.bin").read_bytes() == before
+    assert (project / "runs/a/model.bin").read_bytes() == before  # the original's stays as it was
+    assert sorted(os.listdir(project / "runs/a")) == sorted([os.path.basename(original), "model.bin"])
+    # a second replay takes the next free directory
+    assert _rerun(original, project, "--full").returncode == 0
+    assert manifests(project / "runs/a.replay-2")
+
+
+def test_an_unseeded_run_diverges_and_the_first_step_is_named(tmp_path):
+    original, project = _record(tmp_path)
+    res = _rerun(original, project, "--full")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "diverged" in res.stdout
+    assert "step 1" in res.stdout and "loss" in res.stdout
+    assert "model.bin" in res.stdout
+
+
+def test_an_output_that_differs_is_named_though_the_trace_agrees(tmp_path):
+    original, project = _record(tmp_path, "--seeded", "--stamp")
+    res = _rerun(original, project, "--full")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "model.bin" in res.stdout and "differs" in res.stdout
+
+
+def test_quick_stops_the_command_after_step_n_and_verifies_those_steps(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    res = _rerun(original, project, "--quick", "5")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "reproduced (bit-exact, first 5 trace steps)" in res.stdout
+    doc = _replay_manifest(project / "runs/a.replay-1")
+    assert doc["lineage"]["replay_of"] == load(original)["run_id"]
+    assert doc["results"]["trace"]["steps"] == [1, 2, 3, 4, 5]  # stopped after step 5 of 20
+    assert doc["outcome"]["status"] == "ok"
+
+
+def test_quick_on_an_unseeded_run_diverges(tmp_path):
+    original, project = _record(tmp_path)
+    res = _rerun(original, project, "--quick", "3")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "step 1" in res.stdout
+
+
+def test_a_replay_that_fails_where_the_original_did_not_diverges(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    (project / "train.py").write_text('import sys; sys.exit("out of memory")\n')  # recorded as a patch: check WARNs
+    res = _rerun(original, project, "--full")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "relaxrepro rerun: the replay exited with status 1, the original with status 0" in res.stderr
+
+
+def test_an_argument_naming_the_run_directory_is_pointed_at_the_replay(tmp_path):
+    original, project = _record(tmp_path, "--seeded", "--out", "runs/a")
+    res = _rerun(original, project, "--full", "--output-dir", str(tmp_path / "again"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "argv[4]: runs/a -> %s" % os.path.relpath(tmp_path / "again", project) in res.stderr
+    assert (tmp_path / "again/model.bin").exists()
+    assert manifests(tmp_path / "again")
+
+
+def test_an_output_the_trainer_places_itself_outside_its_run_directory_refuses(tmp_path):
+    project = tmp_path / "proj"
+    make_repo(project, {"train.py": TRAINER.replace('out or os.path.dirname(manifest.path)', '"models"')})
+    res = run_cli("run", "--output-dir", "runs/a", "--", sys.executable, "train.py", "--seeded", cwd=project)
+    assert res.returncode == 0, res.stderr
+    original = manifests(project / "runs/a")[0]
+    before = (project / "models/model.bin").read_bytes()
+    res = _rerun(original, project, "--full")
+    assert res.returncode == 2
+    assert "relaxrepro rerun: refused: the original's output %s lies outside its directory" % (
+        project / "models/model.bin") in res.stderr
+    assert (project / "models/model.bin").read_bytes() == before
+    assert not (project / "runs/a.replay-1").exists()
+
+
+# -- bad inputs: one clear line, exit 2, nothing run, nothing created -------------------------------
+
+def _no_results(tmp_path):
+    doc = base_manifest()
+    doc["command"] = {"argv": [sys.executable, "-c", "open('ran', 'w')"], "cwd": str(tmp_path), "source": "cli"}
+    (tmp_path / "runs").mkdir()
+    return write_json(tmp_path / "runs" / "manifest_x.json", doc)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--quick", "0"], "argument --quick: expected at least 1 step, got 0"),
+    (["--quick", "-1"], "argument --quick: expected at least 1 step, got -1"),
+    (["--quick", "abc"], "argument --quick: expected a whole number of steps, got 'abc'"),
+    (["--quick", "5", "--full"], "argument --full: not allowed with argument --quick"),
+    (["--full", "--rtol", "-1"], "argument --rtol: expected a finite number >= 0, got '-1'"),
+    (["--full", "--atol", "nan"], "argument --atol: expected a finite number >= 0, got 'nan'"),
+], ids=["zero", "negative", "not-a-number", "quick-and-full", "negative-rtol", "nan-atol"])
+def test_bad_options(tmp_path, args, message):
+    path = _no_results(tmp_path)
+    res = run_cli("rerun", str(path), "--confirm", *args, cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1] == "relaxrepro rerun: error: " + message
+    assert sorted(os.listdir(tmp_path)) == ["runs"] and os.listdir(tmp_path / "runs") == ["manifest_x.json"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dry-run", "--quick", "5"], "relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run"),
+    (["--confirm", "--output-dir", "x"], "relaxrepro rerun: error: --output-dir, --rtol and --atol go with "
+                                         "--quick N or --full"),
+], ids=["quick-dry-run", "output-dir-alone"])
+def test_options_that_do_not_go_together(tmp_path, args, message):
+    path = _no_results(tmp_path)
+    res = run_cli("rerun", str(path), *args, cwd=tmp_path)
+    assert (res.returncode, res.stderr, res.stdout) == (2, message + "\n", "")
+
+
+def test_quick_without_a_trace_says_so_before_running(tmp_path):
+    path = _no_results(tmp_path)
+    res = run_cli("rerun", str(path), "--confirm", "--quick", "5", cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr == ("relaxrepro rerun: --quick 5: %s records no trace (results.trace), so its first steps "
+                          "cannot be compared; record one with relaxrepro.trace(step, loss=...), or replay with "
+                          "--full\n" % path)
+    assert sorted(os.listdir(tmp_path)) == ["runs"] and os.listdir(tmp_path / "runs") == ["manifest_x.json"]
+
+
+def test_full_without_results_says_nothing_to_verify_before_running(tmp_path):
+    path = _no_results(tmp_path)
+    res = run_cli("rerun", str(path), "--confirm", "--full", cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr == ("relaxrepro rerun: --full: %s records no results (metrics, outputs or trace): nothing "
+                          "to verify; record them with relaxrepro.result(...) or run --outputs/--metrics\n" % path)
+    assert not (tmp_path / "ran").exists()
+
+
+def test_an_output_directory_that_is_not_empty_is_refused(tmp_path):
+    path = _no_results(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["results"] = {"metrics": {"auc": 0.9}}
+    write_json(path, doc)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    res = run_cli("rerun", str(path), "--confirm", "--full", "--output-dir", str(busy), cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr == ("relaxrepro rerun: --output-dir %s is not empty: a replay starts in a new or empty "
+                          "directory\n" % busy)
+    assert os.listdir(busy) == ["keep.txt"] and not (tmp_path / "ran").exists()
+
+
+# -- the pure parts --------------------------------------------------------------------------------
+
+def test_the_default_directory_is_a_fresh_sibling_or_inside_a_project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    taken = {str(tmp_path / "runs/a.replay-1")}
+    assert replay.replay_dir("runs/a/manifest_r1.json", None, taken.__contains__) == str(tmp_path / "runs/a.replay-2")
+    # a manifest in the working directory: its sibling would leave the project
+    assert replay.replay_dir("manifest_r1.json", None, lambda p: False) == str(tmp_path / "r1.replay-1")
+    assert replay.replay_dir("runs/a/manifest_r1.json", "elsewhere", lambda p: True) == str(tmp_path / "elsewhere")
+
+
+def test_redirect_rewrites_the_run_directory_and_named_outputs_only():
+    p = Plan(argv=["python", "train.py", "--log-dir", "runs/a", "--save=/data/best.pt", "--data", "runs/a/in.csv"],
+             env={"OUT": "/proj/runs/a", "OTHER": "runs"})
+    outputs = {"/data/best.pt": "/data/best.pt", "/proj/runs/a/w.pt": "runs/a/w.pt"}
+    moved, changes = replay.redirect(p, "/proj", "/proj/runs/a", "/proj/runs/a.replay-1", outputs)
+    assert moved == {"/data/best.pt": "/proj/runs/a.replay-1/best.pt",
+                     "/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt"}
+    assert p.argv == ["python", "train.py", "--log-dir", "runs/a.replay-1", "--save=/proj/runs/a.replay-1/best.pt",
+                      "--data", "runs/a/in.csv"]
+    assert p.env == {"OUT": "/proj/runs/a.replay-1", "OTHER": "runs"}
+    assert [c[0] for c in changes] == ["argv[3]", "argv[4]", "env OUT"]
+
+
+def test_outputs_are_compared_by_their_place_in_the_run_directory():
+    entry = {"kind": "file", "sha256": "a" * 64, "size": 1}
+    old = {"run_id": "r1", "results": {"outputs": {"runs/a/w.pt": entry, "<HOME>/best.pt": entry}}}
+    new = {"run_id": "r2", "results": {"outputs": {"runs/a.replay-1/w.pt": entry,
+                                                   "/proj/runs/a.replay-1/best.pt": entry}}}
+    moved = {"/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt", "/home/u/best.pt": "/proj/runs/a.replay-1/best.pt"}
+    root = "/proj/runs/a.replay-1"
+    assert replay.comparable(old, "/proj", "/home/u", root, moved)["results"]["outputs"] == {"w.pt": entry,
+                                                                                           "best.pt": entry}
+    assert replay.comparable(new, "/proj", "/home/u", root)["results"]["outputs"] == {"w.pt": entry, "best.pt": entry}
+    assert replay.comparable({"run_id": "r3"}, "/proj", None, root) == {"run_id": "r3"}  # no results: none added
+
+
+@pytest.mark.parametrize("recorded, argv, expected", [
+    (["python", "t.py", "--out", "runs/a"], ["/venv/bin/python", "t.py", "--out", "runs/b"],
+     ["python", "t.py", "--out", "runs/b"]),
+    (["t.py", "--x"], ["/venv/bin/python", "t.py", "--x"], ["t.py", "--x"]),
+    (["torchrun", "t.py"], ["/venv/bin/torchrun", "t.py"], ["torchrun", "t.py"]),
+    (["./run.sh"], ["./run.sh"], ["./run.sh"]),
+    (None, ["/venv/bin/python", "t.py"], ["/venv/bin/python", "t.py"]),
+], ids=["python-as-typed", "bare-script", "venv-launcher", "unchanged", "none-recorded"])
+def test_the_replay_records_the_command_as_the_original_typed_it(recorded, argv, expected):
+    assert replay.as_typed(recorded, argv, "/venv/bin/python") == expected
