@@ -120,16 +120,18 @@ def metric_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]
 
 def reproducibility(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     """How alike the runs came out: ``outputs`` (the weight-hash match rate: runs whose output digests all
-    equal the most common set's) and ``trace`` (runs whose trace is bit-identical to the most common one),
+    equal the most common set's, wherever each run wrote them) and ``trace`` (runs whose trace is bit-identical to the most common one),
     each ``{runs, matching, rate}`` over the runs that recorded it in full."""
     outputs: List[str] = []
     traces: List[str] = []
     for r in results:
         out = r.get("outputs")
         if isinstance(out, dict) and out:
-            digests = {str(p): e.get("sha256") if isinstance(e, dict) else None for p, e in out.items()}
-            if all(isinstance(d, str) for d in digests.values()):  # a digest not taken in full matches nothing
-                outputs.append(json.dumps(digests, sort_keys=True))
+            # By content alone: each run of a sweep writes its weights into its own directory, so the paths
+            # always differ (runs/a/weights.pt, runs/b/weights.pt) where the files may not.
+            digests = [e.get("sha256") if isinstance(e, dict) else None for e in out.values()]
+            if all(isinstance(d, str) for d in digests):  # a digest not taken in full matches nothing
+                outputs.append(json.dumps(sorted(digests)))
         trace = r.get("trace")
         if isinstance(trace, dict) and trace.get("steps"):
             traces.append(json.dumps({k: trace.get(k) for k in ("steps", "names", "values", "last_step")},

@@ -57,3 +57,12 @@ def test_an_output_digest_not_taken_in_full_matches_nothing(tmp_path):
             "outputs": {"w": {"kind": "file", "size": 1, "error": "not fully read"}}}))
     assert compare_group("g", [str(tmp_path)])["reproducibility"]["outputs"] == {"runs": 0, "matching": 0,
                                                                                  "rate": None}
+
+
+def test_weights_written_into_each_runs_own_directory_match_by_content(tmp_path):
+    # A sweep's runs write runs/<run>/weights.pt: the paths always differ, the files may not.
+    for i, digest in enumerate("aab"):
+        put(tmp_path, make_doc("r%d" % i, lineage={"group": "g"}, results={
+            "outputs": {"runs/r%d/weights.pt" % i: {"kind": "file", "sha256": digest * 64, "size": 1}}}))
+    assert compare_group("g", [str(tmp_path)])["reproducibility"]["outputs"] == {"runs": 3, "matching": 2,
+                                                                                 "rate": 2 / 3}
