@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
+from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -15,7 +15,6 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 def run(args: argparse.Namespace) -> int:
     from ..manifest import runindex
     from ..std.cache import cache_dir
-    from .ls import _progress  # noqa: PLC2701 (one progress line for both)
 
     dirs = dirs_or_cwd(args.dirs)
     missing = report_missing(dirs, "index")
@@ -25,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     for d in dirs:
         if not os.path.isdir(d):
             continue
-        found = runindex.listing([d], want=(), progress=_progress())
+        found = runindex.listing([d], want=(), progress=progress_line())
         for w in found.warnings:
             say("relaxrepro index: warning: %s", w)
         bad = sum(1 for r in found.rows if r.error is not None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, UsageError, dirs_or_cwd, report_missing, say
+from ._common import EXIT_FAIL, EXIT_OK, UsageError, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     missing = report_missing(dirs, "ls")
     want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as else [])
     found = runindex.listing([d for d in dirs if os.path.exists(d)], use_index=not args.no_index, want=want,
-                             progress=_progress())
+                             progress=progress_line())
     for w in found.warnings:
         say("relaxrepro ls: warning: %s", w)
     rows = found.rows
@@ -90,18 +90,3 @@ def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, unti
         if ok and all(c.test(r.facts, pkgs) for c in clauses if c.package is None):
             out.append(r)
     return out
-
-
-def _progress() -> Any:
-    """A progress line on stderr for a long index build, only on a terminal."""
-    try:
-        if not sys.stderr.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-
-    def show(done: int, total: int) -> None:
-        if total >= 2000:
-            sys.stderr.write("\rrelaxrepro: indexing %d/%d manifests%s" % (done, total, "\n" if done == total else ""))
-            sys.stderr.flush()
-    return show
