@@ -218,20 +218,21 @@ def _refresh(conn: sqlite3.Connection, root: str, linked: Set[str], want: Sequen
                        for c in _COLUMNS.split(", "))
     known = {r[0]: r for r in conn.execute("SELECT %s FROM files" % select)}
     slots: List[Any] = []
-    todo: List[Tuple[int, str, Optional[os.stat_result]]] = []
+    todo: List[Tuple[int, str, Optional[Tuple[int, int, int]]]] = []
     seen: Set[str] = set()
     for path in index.walk_root(root, linked):
         rel = path[len(prefix):]
         seen.add(rel)
         try:
-            st: Optional[os.stat_result] = os.stat(path)
+            st = os.stat(path)
+            key: Optional[Tuple[int, int, int]] = (st.st_size, st.st_mtime_ns, st.st_ino)
         except OSError:
-            st = None
+            key = None
         k = known.get(rel)
-        if st is not None and k is not None and k[1] == st.st_size and k[2] == st.st_mtime_ns and k[3] == st.st_ino:
+        if key is not None and k is not None and k[1:4] == key:
             slots.append(Row(path, k[4], k[5], k[6], k[7], k[8], k[10], k[9] or "", k[11], k[12]))
         else:
-            todo.append((len(slots), rel, st))
+            todo.append((len(slots), rel, key))  # the key, not the stat_result: 100,000 of those are 20 MB
             slots.append(None)
     gone = [rel for rel in known if rel not in seen]
     del known
@@ -245,13 +246,15 @@ def _refresh(conn: sqlite3.Connection, root: str, linked: Set[str], want: Sequen
         if pkgs is not None and row.pkgkey not in fresh:
             fresh[row.pkgkey] = pkgs  # type: ignore[index]
             sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-        if st is not None and row.cacheable and now - st.st_mtime_ns > RACY_NS:
-            pending.append((rel, st.st_size, st.st_mtime_ns, st.st_ino, row.run_id, row.gen, row.group,
-                            row.parent, row.error, row.cells, row._doc, row._facts, row.pkgkey))
+        if st is not None and row.cacheable and now - st[1] > RACY_NS:
+            pending.append((rel,) + st + (row.run_id, row.gen, row.group, row.parent, row.error, row.cells,
+                                          row._doc, row._facts, row.pkgkey))
         if "facts" not in want:
             row._facts = None
         if "doc" not in want:
             row._doc = None
+        if "cells" not in want:
+            row.cells = ""
         slots[i] = row
         if len(pending) >= CHUNK:
             _write(conn, pending, sets, [], writable, warnings)
