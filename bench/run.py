@@ -81,6 +81,13 @@ CASES = [
     ("merge", "read", "package merge, 1,000 fragments"),
     ("report", "read report", "package report, 1,000 manifests (runs, 50 sweeps, lineage; bench/report.py)"),
     ("attach", "trackers", "bench/trackers.py 5: W&B offline, write_manifest attached vs not (own share: its output)"),
+
+    ("idx-cold", "index", "package index, 100,000 manifests, cold (empty cache)"),
+    ("idx-ls", "index", "package ls, 100,000 manifests, warm index, nothing changed"),
+    ("idx-scan", "index", "package ls --no-index, 100,000 manifests (today's full scan)"),
+    ("idx-add100", "index", "package ls after adding 100 runs (the 100 written first, in the same process tree)"),
+    ("idx-pkg", "index", "package ls --where pkg.torch==2.3.* (warm index)"),
+    ("idx-lineage", "index", "package lineage of a 50-deep chain (warm index)"),
     ("ray-generate", "ray", "pyz generate, live one-node Ray (ML venv)"),
     ("ray-status", "ray", "peer: ray status"),
     ("ray-list", "ray", "peer: ray list nodes"),
@@ -308,6 +315,18 @@ def main(argv=None) -> int:
         add("attach", [_setup.venv_python(os.path.join(ROOT, ".venv")), os.path.join(ROOT, "bench", "trackers.py"),
                        "5"], env_pkg)  # the tests' venv (tests/requirements-ml.txt: wandb)
 
+        if need & {c for c, g, _ in CASES if g == "index"}:
+            import runindex as ri
+
+            tree, idx_env = ri.tree(), dict(env_pkg, RELAXREPRO_CACHE_DIR=os.path.join(work, "idx"))
+            subprocess.run([py, "-m", "relaxrepro", "index", tree], env=idx_env, check=True)
+            add("idx-cold", [py, os.path.join(_setup.HERE, "runindex.py"), "cold", tree, os.path.join(work, "cold")],
+                env_pkg)
+            for cid, extra in (("idx-ls", []), ("idx-scan", ["--no-index"]),
+                               ("idx-pkg", ["--where", "pkg.torch==2.3.*"])):
+                add(cid, [py, "-m", "relaxrepro", "ls", tree] + extra, idx_env)
+            add("idx-add100", [py, os.path.join(_setup.HERE, "runindex.py"), "add100", tree], idx_env)
+            add("idx-lineage", [py, "-m", "relaxrepro", "lineage", ri.lineage_target(), tree], idx_env)
         if "pyz-cold" in need:  # before anything has unpacked this build
             cold_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(work, "coldcache"))
             wall, rss, rc, cpu = measure([py, pyz] + gen + train, repo, cold_env)
@@ -390,6 +409,14 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     budget("report of 1,000 runs <= 2 s", med.get("report"), 2000, "ms")
 
     __import__("verify").add_budgets(results, budget, pair_ratio)
+
+    budget("cold index of 100,000 <= 60 s", med.get("idx-cold"), 60000, "ms")
+    budget("cold index peak RSS <= 150 MB", max(results["idx-cold"]["rss"]) if "idx-cold" in results else None,
+           150, "MB")
+    budget("warm ls <= 0.05x ls --no-index (per round)", pair_ratio(results, "idx-ls", "idx-scan"), 0.05, "x")
+    budget("ls after adding 100 runs <= 1 s", med.get("idx-add100"), 1000, "ms")
+    budget("package query <= 0.2 s", med.get("idx-pkg"), 200, "ms")
+    budget("lineage of a 50-deep chain <= 0.1 s", med.get("idx-lineage"), 100, "ms")
     budget("check <= generate (same repo, package)", pair_ratio(results, "check", "pkg-small"), 1.0, "x")
     budget(".pyz start-up <= 1.2x package (--version)", pair_ratio(results, "pyz-version", "pkg-version"), 1.2, "x")
     budget(".pyz generate <= 1.2x package generate", pair_ratio(results, "pyz-small", "pkg-small"), 1.2, "x")

@@ -139,6 +139,29 @@ def _add_ls(sub: "argparse._SubParsersAction") -> None:
                         "time, repos (short commit, * when dirty), algorithm, GPUs, group, parent, outcome.")
     ls.add_argument("dirs", nargs="*", metavar="DIR", help="directories (or manifest files) to search")
     ls.add_argument("--json", action="store_true", help="one JSON array instead of the table")
+    ls.add_argument("--where", action="append", default=[], metavar="EXPR",
+                    help="only runs matching EXPR (repeatable, all must match): group=NAME, commit=PREFIX, "
+                    "pkg.torch==2.3.*, pkg.torch>=2.3, metric.auc>0.89, data=sha256:..., exit!=0, dirty, ... "
+                    "(see the guide)")
+    ls.add_argument("--same-as", metavar="RUN", help="runs with the same code (commits, patch digests), config "
+                    "hash and packages as RUN")
+    ls.add_argument("--since", metavar="DATE", help="runs generated at or after DATE (YYYY-MM-DD[THH:MM], UTC)")
+    ls.add_argument("--until", metavar="DATE", help="runs generated up to DATE (a day: to its end)")
+    _add_no_index(ls)
+
+
+def _add_no_index(p: "argparse.ArgumentParser") -> None:
+    p.add_argument("--no-index", action="store_true", help="read every manifest instead of the run index in "
+                   "the per-user cache (the output is the same)")
+
+
+def _add_index(sub: "argparse._SubParsersAction") -> None:
+    idx = sub.add_parser("index", help="build or refresh the run index of directories (ls, lineage and compare "
+                         "keep it up to date themselves)",
+                         description="Build or refresh the SQLite run index of each DIR (default .) in the "
+                         "per-user cache ($RELAXREPRO_CACHE_DIR, else $XDG_CACHE_HOME/relaxrepro, else "
+                         "~/.cache/relaxrepro). A progress line shows on a terminal.")
+    idx.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
 
 
 def _add_lineage(sub: "argparse._SubParsersAction") -> None:
@@ -146,6 +169,11 @@ def _add_lineage(sub: "argparse._SubParsersAction") -> None:
     lin.add_argument("run", metavar="RUN", help="a run id, or a manifest file")
     lin.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
     lin.add_argument("--json", action="store_true", help="machine-readable output")
+    way = lin.add_mutually_exclusive_group()
+    way.add_argument("--up", dest="down", action="store_false", help="the ancestry, oldest first (default)")
+    way.add_argument("--down", dest="down", action="store_true", help="the descendants, as a tree")
+    lin.set_defaults(down=False)
+    _add_no_index(lin)
 
 
 def _add_compare(sub: "argparse._SubParsersAction") -> None:
@@ -153,6 +181,7 @@ def _add_compare(sub: "argparse._SubParsersAction") -> None:
     cmp_.add_argument("--group", required=True, metavar="NAME", help="the lineage group (--group of the runs)")
     cmp_.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
     cmp_.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_no_index(cmp_)
 
 
 def _add_report(sub: "argparse._SubParsersAction") -> None:
@@ -343,9 +372,9 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
 # In the order `relaxrepro --help` lists them.
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
-    ("compare", _add_compare), ("report", _add_report), ("attach", _add_attach), ("fingerprint", _add_fingerprint),
-    ("merge", _add_merge), ("check", _add_check), ("diff", _add_diff), ("verify", _add_verify), ("rerun", _add_rerun),
-    ("restore", _add_restore),
+    ("compare", _add_compare), ("index", _add_index), ("report", _add_report), ("attach", _add_attach),
+    ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("check", _add_check), ("diff", _add_diff),
+    ("verify", _add_verify), ("rerun", _add_rerun), ("restore", _add_restore),
 )
 
 

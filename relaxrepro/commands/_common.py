@@ -104,3 +104,18 @@ def report_missing(dirs: Sequence[str], verb: str) -> bool:
     for d in missing:
         say("relaxrepro %s: error: %s: no such file or directory", verb, d)
     return bool(missing)
+
+
+def progress_line() -> Any:
+    """A progress line on stderr for a long index build, only on a terminal."""
+    try:
+        if not sys.stderr.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+
+    def show(done: int, total: int) -> None:
+        if total >= 2000:
+            sys.stderr.write("\rrelaxrepro: indexing %d/%d manifests%s" % (done, total, "\n" if done == total else ""))
+            sys.stderr.flush()
+    return show

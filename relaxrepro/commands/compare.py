@@ -51,19 +51,20 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def compare_group(group: str, roots: Sequence[str]) -> Dict[str, Any]:
+def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[str, Any]:
     """``{group, runs: [{run_id, path, generated_at, note}], varying: {key: [value per run]}, compared,
     unreadable: [...]}``; runs ordered by time."""
+    from ..manifest import runindex
     from ..manifest.reader import ManifestError, load_manifest
 
-    entries = index.scan(roots, GROUP_FIELDS)
-    members = [e for e in entries if e.error is None and index.lineage_of(e.doc).get("group") == group]
-    members.sort(key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
+    entries = runindex.listing(roots, use_index=use_index, want=()).rows
+    members = [e for e in entries if e.run_id is not None and e.group == group]
+    members.sort(key=lambda e: (e.gen, e.run_id or ""))
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
     results: List[Any] = []
     # A file that cannot be read may be of the group: say so rather than compare without it in silence.
-    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in entries if e.error is not None]
+    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in entries if e.run_id is None]
     for e in members:
         try:
             doc = load_manifest(e.path)
@@ -194,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     dirs = dirs_or_cwd(args.dirs)
     if report_missing(dirs, "compare"):
         return EXIT_FAIL
-    result = compare_group(args.group, dirs)
+    result = compare_group(args.group, dirs, use_index=not args.no_index)
     for line in result["unreadable"]:
         say("relaxrepro compare: warning: unreadable: %s", line)
     if not result["runs"]:

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from ..manifest import index
+from ..manifest import runindex
 from ..manifest.fields import patch_digest, patch_incomplete
 from ..manifest.flat import ARG_DEPTH, cell, changed, flatten
 from ..manifest.index import gpu_cell, rel_path, repos, short, time_cell
@@ -22,7 +22,55 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 LINEAGE_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
 
 
-def ancestry(run: str, roots: Sequence[str]) -> Dict[str, Any]:
+def descendants(run: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[str, Any]:
+    """The runs descended from ``run`` (a run id or a manifest path), as a tree.
+
+    Returns ``{"root": node | None, "error": str | None, "unreadable": ["path: why", ...]}``; a node is
+    ``{run_id, path, generated_at, children: [node, ...]}``, children by time. A run met twice (a cycle,
+    or two manifests of one run id) is listed once, under the first parent found.
+    """
+    rows = runindex.listing(roots, use_index=use_index, want=()).rows
+    unreadable = sorted("%s: %s" % (r.path, r.error) for r in rows if r.run_id is None)
+    good = [r for r in rows if r.run_id is not None]
+    start = next((r for r in good if r.path == run), None) if os.path.isfile(run) else None
+    start = start or next((r for r in good if r.run_id == run), None)
+    if start is None:
+        return {"root": None, "error": "run %s not found under %s" % (run, ", ".join(roots)),
+                "unreadable": unreadable}
+    children: Dict[str, List[Any]] = {}
+    for r in sorted(good, key=lambda r: (r.gen, r.run_id or "")):
+        if r.parent:
+            children.setdefault(r.parent, []).append(r)
+    seen = {start.run_id}
+
+    def node(r: Any) -> Dict[str, Any]:
+        kids = []
+        for c in children.get(r.run_id, []) if r.run_id else []:
+            if c.run_id not in seen:
+                seen.add(c.run_id)
+                kids.append(c)
+        return {"run_id": r.run_id, "path": r.path, "generated_at": r.gen or None,
+                "children": [node(c) for c in kids]}
+    return {"root": node(start), "error": None, "unreadable": unreadable}
+
+
+def render_descendants(result: Dict[str, Any], *, cwd: str = ".") -> str:
+    """The tree, one run a line, each child indented under its parent; every value escaped."""
+    lines: List[str] = []
+
+    def walk(n: Dict[str, Any], lead: str, branch: str) -> None:
+        lines.append(lead + branch + safe_format("%s  %s  %s", n["run_id"], time_cell(n["generated_at"]),
+                                                 rel_path(n["path"], cwd)))
+        kids = n["children"]
+        for i, c in enumerate(kids):
+            last = i == len(kids) - 1
+            walk(c, lead + ("" if not branch else ("    " if branch == "`-- " else "|   ")), "`-- " if last else "|-- ")
+    if result["root"] is not None:
+        walk(result["root"], "", "")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[str, Any]:
     """The chain of ``run`` (a run id or a manifest path) back to its root, oldest first.
 
     Returns ``{"chain": [...], "steps": [...], "cycle": [...] | None, "missing": run id | None,
@@ -30,12 +78,12 @@ def ancestry(run: str, roots: Sequence[str]) -> Dict[str, Any]:
     generated_at}`` (``missing: True`` for a parent that was recorded but not found); each step says
     how a run differs from its parent.
     """
-    entries = index.scan(roots, LINEAGE_FIELDS)
+    entries = runindex.listing(roots, use_index=use_index, want=()).rows
     by_id: Dict[str, Any] = {}
     for e in entries:
-        if e.error is None and e.run_id and e.run_id not in by_id:
+        if e.run_id and e.run_id not in by_id:
             by_id[e.run_id] = e.path
-    unreadable = sorted("%s: %s" % (e.path, e.error) for e in entries if e.error is not None)
+    unreadable = sorted("%s: %s" % (e.path, e.error) for e in entries if e.run_id is None)
     result: Dict[str, Any] = {"chain": [], "steps": [], "cycle": None, "missing": None, "error": None,
                               "unreadable": unreadable}
     if os.path.isfile(run):
@@ -166,7 +214,19 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
         return EXIT_USAGE  # a manifest file named, and it cannot be read: one line, as check says it
-    result = ancestry(args.run, dirs)
+    if args.down:
+        down = descendants(args.run, dirs, use_index=not args.no_index)
+        for line in down["unreadable"]:
+            say("relaxrepro lineage: warning: unreadable: %s", line)
+        if args.json:
+            sys.stdout.write(json.dumps(down, indent=1, sort_keys=True) + "\n")
+        else:
+            sys.stdout.write(render_descendants(down))
+        if down["error"]:
+            say("relaxrepro lineage: error: %s", down["error"])
+            return EXIT_FAIL
+        return EXIT_OK
+    result = ancestry(args.run, dirs, use_index=not args.no_index)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
         say("relaxrepro lineage: warning: unreadable: %s", line)
     if args.json:

@@ -1,34 +1,92 @@
-"""``relaxrepro ls [DIR...]``: every manifest below directories, one line each, oldest first."""
+"""``relaxrepro ls [DIR...]``: every manifest below directories, one line each, oldest first; with
+``--where``/``--same-as``/``--since``/``--until``, only the runs that match. Read through the run index
+(:mod:`relaxrepro.manifest.runindex`) unless ``--no-index``: the output is the same either way."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
+from ._common import EXIT_FAIL, EXIT_OK, UsageError, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
+    from typing import Any, List
 
 
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..manifest import index
+    from ..manifest import index, query, runindex
 
     dirs = dirs_or_cwd(args.dirs)
+    try:
+        clauses = [query.parse(w) for w in args.where]
+        since = query.parse_date(args.since, "--since") if args.since else None
+        until = query.parse_date(args.until, "--until", end=True) if args.until else None
+    except query.QueryError as exc:
+        raise UsageError("relaxrepro ls: error: %s" % exc) from None
+    filtered = bool(clauses or args.same_as or since or until)
     missing = report_missing(dirs, "ls")
-    entries = index.scan([d for d in dirs if os.path.exists(d)])
+    want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as else [])
+    found = runindex.listing([d for d in dirs if os.path.exists(d)], use_index=not args.no_index, want=want,
+                             progress=progress_line())
+    for w in found.warnings:
+        say("relaxrepro ls: warning: %s", w)
+    rows = found.rows
+    if filtered:
+        rows = _select(rows, found.packages, clauses, since, until, args.same_as, dirs)
     if args.json:
-        rows = [index.summary(e) for e in entries]
-        rows.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
-        sys.stdout.write(json.dumps(rows, indent=1, sort_keys=True) + "\n")
-    elif entries:
-        sys.stdout.write(index.render_ls(entries))
-    bad = sum(1 for e in entries if e.error is not None)
-    if bad:
-        say("relaxrepro ls: %d of %d manifests unreadable", bad, len(entries))
-    elif not entries and not missing:
+        out = [index.summary(r.entry()) for r in rows]
+        out.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
+        sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    elif rows:
+        good = sorted((r for r in rows if r.error is None), key=lambda r: (r.gen, r.run_id or ""))
+        bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
+        sys.stdout.write(index.render_rows([r.cells.split("\t") for r in good], [r.path for r in good], bad))
+    bad_count = sum(1 for r in rows if r.error is not None)
+    if bad_count:
+        say("relaxrepro ls: %d of %d manifests unreadable", bad_count, len(found.rows))
+    elif filtered and not rows and found.rows:
+        say("relaxrepro ls: no run matches")
+    elif not found.rows and not missing:
         say("relaxrepro ls: no manifest_*.json under %s", ", ".join(dirs))
     return EXIT_FAIL if missing else EXIT_OK
+
+
+def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, until: Any, same_as: Any,
+            dirs: List[str]) -> List[Any]:
+    """The rows that pass every filter; an unreadable file is kept (it may be one of them: say so)."""
+    same = None
+    if same_as:
+        target = [r for r in rows if r.error is None and (r.run_id == same_as or r.path == same_as)]
+        if not target:
+            raise UsageError("relaxrepro ls: error: --same-as %s: no such run under %s" % (same_as, ", ".join(dirs)))
+        same = target[0].facts.get("same")
+        if same is None:
+            raise UsageError("relaxrepro ls: error: --same-as %s: its code, config hash or packages are not fully "
+                             "recorded, so no run can be called the same" % same_as)
+    by_set: dict = {}
+    out = []
+    for r in rows:
+        if r.error is not None:
+            out.append(r)
+            continue
+        if (since is not None and r.gen < since) or (until is not None and r.gen > until):
+            continue
+        pkgs = packages.get(r.pkgkey) if r.pkgkey else None
+        ok = True
+        for c in clauses:  # a package test once per package set: runs share a few hundred
+            if c.package is not None:
+                key = (id(c), r.pkgkey)
+                if key not in by_set:
+                    by_set[key] = c.test({}, pkgs)
+                if not by_set[key]:
+                    ok = False
+                    break
+        if ok and same is not None and r.facts.get("same") != same:
+            ok = False
+        if ok and all(c.test(r.facts, pkgs) for c in clauses if c.package is None):
+            out.append(r)
+    return out

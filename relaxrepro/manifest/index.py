@@ -57,50 +57,63 @@ def find_manifests(roots: Iterable[str]) -> Iterator[str]:
     followed (run trees link shared runs in) once each, and never into a directory that contains
     them (a loop). Only symlinks cost a ``stat``: the walk itself reads directory entries alone.
     """
-    linked = set()
+    linked: set = set()
     for root in roots:
-        if os.path.isfile(root):
-            yield root
-            continue
-        stack = [root]
-        while stack:
-            d = stack.pop()
-            subdirs = []
-            try:
-                with os.scandir(d) as it:
-                    for e in it:
-                        name = e.name
-                        try:
-                            if e.is_dir():
-                                if name.startswith(".") or name in _SKIP_DIRS or _CHECKPOINT_DIR.match(name):
+        yield from walk_root(root, linked)
+
+
+def walk_root(root: str, linked: set) -> Iterator[str]:
+    """:func:`find_manifests` for one root; ``linked``: the symlink targets followed so far, shared by the
+    roots of one listing (the run index walks each root on its own, and must list what the scan lists)."""
+    if os.path.isfile(root):
+        yield root
+        return
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        subdirs = []
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    name = e.name
+                    try:
+                        if e.is_dir():
+                            if name.startswith(".") or name in _SKIP_DIRS or _CHECKPOINT_DIR.match(name):
+                                continue
+                            if e.is_symlink():
+                                target = os.path.realpath(e.path)
+                                here = os.path.realpath(d)
+                                if target in linked or here == target or here.startswith(target + os.sep):
                                     continue
-                                if e.is_symlink():
-                                    target = os.path.realpath(e.path)
-                                    here = os.path.realpath(d)
-                                    if target in linked or here == target or here.startswith(target + os.sep):
-                                        continue
-                                    linked.add(target)
-                                subdirs.append(e.path)
-                            elif name.startswith("manifest_") and name.endswith(".json"):
-                                yield e.path
-                        except OSError:
-                            continue
-            except OSError:
-                continue
-            stack.extend(sorted(subdirs, reverse=True))
+                                linked.add(target)
+                            subdirs.append(e.path)
+                        elif name.startswith("manifest_") and name.endswith(".json"):
+                            yield e.path
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+        stack.extend(sorted(subdirs, reverse=True))
 
 
-def read_fields(path: str, fields: Sequence[str] = LS_FIELDS) -> Dict[str, Any]:
-    """The top-level ``fields`` of the manifest at ``path``; raises ``ManifestError`` when unreadable."""
+def read_fields(path: str, fields: Sequence[str] = LS_FIELDS, raw: Optional[bytes] = None) -> Dict[str, Any]:
+    """The top-level ``fields`` of the manifest at ``path``; raises ``ManifestError`` when unreadable.
+
+    ``raw``: the whole file, when the caller read it already (the run index reads each file once); the
+    same ends of it are looked at, so the answer, or the error, is the one a read from disk gives.
+    """
     from .reader import ManifestError, ReadError, check_version, parse_manifest, read_bytes, read_ends
 
     try:
-        head, tail = read_ends(path, READ_LIMIT_BYTES, _HEAD, _TAIL)
+        if raw is not None:
+            head, tail = (raw, None) if len(raw) <= _HEAD + _TAIL else (raw[:_HEAD], raw[-_TAIL:])
+        else:
+            head, tail = read_ends(path, READ_LIMIT_BYTES, _HEAD, _TAIL)
         quick = _quick(head, fields, tail, whole=tail is None)
         if quick is not None and _maybe_nonfinite(head, tail):
             quick = None  # the strict reader refuses a bare NaN/Infinity with its dotted path, as check does
         if quick is None or "schema_version" not in quick or "run_id" not in quick:
-            raw = head if tail is None else read_bytes(path, READ_LIMIT_BYTES)
+            raw = head if tail is None else (raw or read_bytes(path, READ_LIMIT_BYTES))
             quick = None
     except ReadError as exc:
         # The listing prints the path before the reason, so the reason does not repeat it.
@@ -352,22 +365,38 @@ def time_cell(value: Any) -> str:
     return "-"
 
 
-def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
-    """The ``ls`` table: readable runs by time, then one ``unreadable`` line per bad file, by path."""
+def ls_cells(doc: Dict[str, Any], run_id: Optional[str]) -> List[str]:
+    """The cells of one ``ls`` row but its path, each one escaped line (the run index stores them)."""
+    return [safe_text(c) for c in (run_id or "-", time_cell(doc.get("generated_at")), _code_cell(doc),
+                                   algorithm(doc) or "-", gpu_cell(doc), str(lineage_of(doc).get("group") or "-"),
+                                   parent_id(doc) or "-", outcome_text(doc), trackers_cell(doc))]
+
+
+def ls_order(entries: Sequence[Entry]) -> Tuple[List[Entry], List[Entry]]:
+    """(readable entries by time then run id, walk order breaking ties; unreadable ones by path)."""
     good = sorted((e for e in entries if e.error is None),
                   key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
-    bad = sorted((e for e in entries if e.error is not None), key=lambda e: e.path)
-    tracked = any(trackers(e.doc) for e in good)  # the column appears once a run was attached to a tracker
+    return good, sorted((e for e in entries if e.error is not None), key=lambda e: e.path)
+
+
+def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
+    """The ``ls`` table: readable runs by time, then one ``unreadable`` line per bad file, by path."""
+    good, bad = ls_order(entries)
+    return render_rows([ls_cells(e.doc, e.run_id) for e in good], [e.path for e in good],
+                       [(e.path, e.error) for e in bad], cwd=cwd)
+
+
+def render_rows(cells: Sequence[List[str]], paths: Sequence[str], bad: Sequence[Tuple[str, Any]], *,
+                cwd: str = ".") -> str:
+    """The ``ls`` table from each row's :func:`ls_cells` and path, then a line per (path, why) of a bad file."""
+    rel = RelPaths(cwd)
+    tracked = any(c[8] != "-" for c in cells)  # the column appears once a run was attached to a tracker
     rows = [["RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME"] + ["TRACKERS"] * tracked
             + ["PATH"]]
-    for e in good:
-        d = e.doc
-        rows.append([e.run_id or "-", time_cell(d.get("generated_at")), _code_cell(d), algorithm(d) or "-",
-                     gpu_cell(d), str(lineage_of(d).get("group") or "-"), parent_id(d) or "-", outcome_text(d)]
-                    + [trackers_cell(d)] * tracked + [rel_path(e.path, cwd)])
-    text = format_table(rows) if good else ""
-    for e in bad:
-        text += safe_format("unreadable  %s: %s\n", rel_path(e.path, cwd), e.error)
+    rows.extend(c[:8] + c[8:9] * tracked + [rel(p)] for c, p in zip(cells, paths))
+    text = format_table(rows) if cells else ""
+    for path, why in bad:
+        text += safe_format("unreadable  %s: %s\n", rel(path), why)
     return text
 
 
@@ -379,18 +408,45 @@ def rel_path(path: str, cwd: str) -> str:
     return path if rel.startswith(".." + os.sep + "..") else rel
 
 
+class RelPaths:
+    """:func:`rel_path` of many paths, one ``relpath`` per directory (100,000 rows: 0.5 s less)."""
+
+    def __init__(self, cwd: str) -> None:
+        self.cwd = cwd
+        self.dirs: Dict[str, str] = {}
+
+    def __call__(self, path: str) -> str:
+        cut = path.rfind(os.sep)
+        d, name = path[:cut], path[cut + 1:]
+        if cut <= 0 or not name or name in (".", "..") or d.endswith(os.sep):
+            return rel_path(path, self.cwd)
+        rd = self.dirs.get(d)
+        if rd is None:
+            try:
+                rd = self.dirs[d] = os.path.relpath(d, self.cwd)
+            except ValueError:
+                return path
+        rel = name if rd == "." else rd + os.sep + name
+        return path if rel.startswith(".." + os.sep + "..") else rel
+
+
 def format_table(rows: Sequence[Sequence[str]]) -> str:
     """Columns padded to their widest cell; the last column is never padded. Every cell is one escaped
     line (:func:`safe_text`): a value from a manifest can neither break a row nor act on the terminal."""
     if not rows:
         return ""
-    rows = [[safe_text(cell) for cell in r] for r in rows]
+    # One isprintable test per row, not per cell: a row of printable cells is kept as it is (100,000 rows: 1 s less).
+    rows = [r if "".join(r).isprintable() else [safe_text(cell) for cell in r] for r in rows]
     widths = [0] * max(len(r) for r in rows)
     for r in rows:
         for i, cell in enumerate(r[:-1]):
-            widths[i] = max(widths[i], len(cell))
+            if len(cell) > widths[i]:
+                widths[i] = len(cell)
     lines = []
+    formats: Dict[int, str] = {}
     for r in rows:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(r[:-1])] + [r[-1]]
-        lines.append("  ".join(cells).rstrip())
+        fmt = formats.get(len(r))
+        if fmt is None:
+            fmt = formats[len(r)] = "  ".join(["%%-%ds" % w for w in widths[:len(r) - 1]] + ["%s"])
+        lines.append((fmt % tuple(r)).rstrip())
     return "\n".join(lines) + "\n"

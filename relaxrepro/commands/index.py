@@ -1,0 +1,32 @@
+"""``relaxrepro index [DIR...]``: build or refresh the run index of directories (``ls``, ``lineage`` and
+``compare`` refresh it themselves; this does it ahead, e.g. from cron after a night of runs)."""
+
+from __future__ import annotations
+
+import os
+
+from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, progress_line, report_missing, say
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..manifest import runindex
+    from ..std.cache import cache_dir
+
+    dirs = dirs_or_cwd(args.dirs)
+    missing = report_missing(dirs, "index")
+    if cache_dir(os.environ) is None:
+        say("relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE is set, or no HOME)")
+        return EXIT_FAIL
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        found = runindex.listing([d], want=(), progress=progress_line())
+        for w in found.warnings:
+            say("relaxrepro index: warning: %s", w)
+        bad = sum(1 for r in found.rows if r.error is not None)
+        say("relaxrepro index: %s: %d manifests%s", d, len(found.rows), ", %d unreadable" % bad if bad else "")
+    return EXIT_FAIL if missing else EXIT_OK

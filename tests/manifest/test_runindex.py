@@ -1,0 +1,340 @@
+"""The run index (SQLite in the per-user cache): never stale, never trusted when it is not ours, the same
+output as a scan, safe with several processes at once."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from relaxrepro.manifest import runindex
+from tests.helpers.common import ROOT, clean_env, run_cli
+from tests.helpers.recording import make_doc, put
+
+OLD = time.time() - 3600  # older than the racy window: such files are stored
+
+
+def _env(tmp_path: Path) -> dict:
+    return clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
+
+
+def _age(path: Path, when: float = OLD) -> None:
+    os.utime(str(path), (when, when))
+
+
+def _tree(tmp_path: Path, n: int = 6) -> Path:
+    runs = tmp_path / "runs"
+    for i in range(n):
+        doc = make_doc("run%02d" % i, generated_at="2026-01-%02dT10:00:00Z" % (i + 1),
+                       code={"relax": {"commit": "%040x" % (i + 1), "dirty": i % 2 == 1,
+                                       "patch": {"sha256": "%064x" % i}}},
+                       config={"hash": "sha256:" + "c" * 64 if i < 4 else "sha256:" + "d" * 64},
+                       environment={"packages": {"torch": "2.3.%d" % (i % 3), "numpy": "1.26.4"},
+                                    "packages_digest": "sha256:x"},
+                       hardware={"gpu_count": 8, "gpu_model": "NVIDIA H100 80GB HBM3", "driver_version": "550.54",
+                                 "cuda_version": "12.4", "nccl_version": "2.21.5"},
+                       training={"world_size": 8 * (i + 1)},
+                       data={"inputs": [{"source": "option", "kind": "tree", "path": "/d",
+                                         "quick": {"sha256": "sha256:" + ("%x" % (i % 2)) * 64, "complete": True}}]},
+                       lineage={"group": "g%d" % (i % 2), "note": "lr sweep %d" % i,
+                                **({"parent": {"run_id": "run%02d" % (i - 1), "reason": "load", "found": True}}
+                                   if i else {})},
+                       outcome={"status": "ok" if i != 3 else "exit", "exit_code": 0 if i != 3 else 1},
+                       results={"metrics": {"auc": 0.85 + i / 100, "loss": "NaN"}})
+        _age(put(runs / doc["lineage"]["group"], doc))
+    return runs
+
+
+def _ls(tmp_path: Path, *args: str, index: bool = True):
+    return run_cli("ls", "runs", *args, *(() if index else ("--no-index",)), env=_env(tmp_path), cwd=tmp_path)
+
+
+def _ids(res) -> list:
+    return [line.split()[0] for line in res.stdout.splitlines()[1:]]
+
+
+def _db(tmp_path: Path) -> Path:
+    return Path(runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs")))
+
+
+def _same_both_ways(tmp_path: Path, *args: str, command: str = "ls") -> str:
+    extra = ("runs",) if command != "ls" else ()
+    a = run_cli(command, *args, *extra, *(("runs",) if command == "ls" else ()), env=_env(tmp_path), cwd=tmp_path)
+    b = run_cli(command, *args, *extra, *(("runs",) if command == "ls" else ()), "--no-index", env=_env(tmp_path),
+                cwd=tmp_path)
+    assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+    return a.stdout
+
+
+def test_index_is_built_in_the_cache_and_lists_what_a_scan_lists(tmp_path):
+    _tree(tmp_path)
+    first = _same_both_ways(tmp_path)
+    assert _db(tmp_path).is_file()
+    assert len(first.splitlines()) == 7
+    rows = sqlite3.connect(str(_db(tmp_path))).execute("SELECT count(*) FROM files").fetchone()[0]
+    assert rows == 6
+    assert _same_both_ways(tmp_path) == first  # warm: from the database
+
+
+@pytest.mark.parametrize("args", [
+    ("--json",), ("--where", "group=g1"), ("--where", "pkg.torch==2.3.*"), ("--where", "pkg.torch>=2.3.1"),
+    ("--where", "metric.auc>0.87"), ("--where", "exit!=0"), ("--where", "dirty"), ("--where", "commit=0000"),
+    ("--where", "data=" + "1" * 64), ("--where", "note~SWEEP 2"), ("--where", "gpu~h100", "--where", "world_size>=24"),
+    ("--where", "cuda>=12.1"), ("--where", "driver=550.54"), ("--since", "2026-01-03", "--until", "2026-01-04"),
+    ("--same-as", "run00"), ("--json", "--where", "pkg.numpy"),
+], ids=lambda a: " ".join(a))
+def test_ls_queries_answer_the_same_with_and_without_the_index(tmp_path, args):
+    _tree(tmp_path)
+    _same_both_ways(tmp_path)  # build it
+    _same_both_ways(tmp_path, *args)
+
+
+def test_queries_select_the_runs_they_name(tmp_path):
+    _tree(tmp_path)
+    assert _ids(_ls(tmp_path, "--where", "pkg.torch==2.3.1")) == ["run01", "run04"]
+    assert _ids(_ls(tmp_path, "--where", "pkg.torch>2.3.0", "--where", "group=g0")) == ["run02", "run04"]
+    assert _ids(_ls(tmp_path, "--where", "metric.auc>0.87")) == ["run03", "run04", "run05"]
+    assert _ids(_ls(tmp_path, "--where", "exit!=0")) == ["run03"]
+    assert _ids(_ls(tmp_path, "--where", "data=sha256:" + "1" * 64)) == ["run01", "run03", "run05"]
+    assert _ids(_ls(tmp_path, "--since", "2026-01-05")) == ["run04", "run05"]
+    assert _ids(_ls(tmp_path, "--until", "2026-01-02")) == ["run00", "run01"]
+    # dirty runs' patches differ, clean ones share code only with themselves: run00 is alone
+    assert _ids(_ls(tmp_path, "--same-as", "run00")) == ["run00"]
+    res = _ls(tmp_path, "--where", "pkg.torch==9.*")
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "relaxrepro ls: no run matches\n")
+
+
+@pytest.mark.parametrize("expr, why", [
+    ("pkg.torch>>2", "'>2' is not a version"),
+    ("colour=red", "unknown key colour"),
+    ("metric.auc>high", "'high' is not a number"),
+    ("group>g1", "group is text: use =, != or ~"),
+    ("exit=", "no value after ="),
+    ("=1", "expected KEY, or KEY OP VALUE"),
+    ("pkg.torch>=2.*", "a wildcard takes == or !="),
+    ("dirty=maybe", "dirty takes =true or =false"),
+])
+def test_a_bad_expression_is_one_line_and_exit_2(tmp_path, expr, why):
+    _tree(tmp_path, 1)
+    res = _ls(tmp_path, "--where", expr)
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr.startswith("relaxrepro ls: error: --where %r: " % expr) and why in res.stderr
+    assert res.stderr.count("\n") == 1
+
+
+def test_bad_dates_and_same_as_are_refused(tmp_path):
+    _tree(tmp_path, 1)
+    res = _ls(tmp_path, "--since", "yesterday")
+    assert (res.returncode, res.stderr) == (2, "relaxrepro ls: error: --since 'yesterday': expected a date "
+                                               "YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC)\n")
+    res = _ls(tmp_path, "--same-as", "nope")
+    assert (res.returncode, res.stderr) == (2, "relaxrepro ls: error: --same-as nope: no such run under runs\n")
+
+
+def test_same_as_refuses_a_run_whose_patch_is_not_fully_recorded(tmp_path):
+    doc = make_doc("x", code={"r": {"commit": "a" * 40, "dirty": True, "patch": {"incomplete": "timeout"}}},
+                   config={"hash": "sha256:1"}, environment={"packages": {"a": "1"}})
+    put(tmp_path / "runs", doc)
+    res = _ls(tmp_path, "--same-as", "x")
+    assert res.returncode == 2 and "not fully recorded" in res.stderr
+
+
+def _rewrite(path: Path, old: bytes, new: bytes, when: float) -> None:
+    data = path.read_bytes()
+    assert old in data and len(old) == len(new)
+    path.write_bytes(data.replace(old, new))
+    _age(path, when)
+
+
+def test_staleness_every_change_is_seen(tmp_path):
+    runs = _tree(tmp_path)
+    _ls(tmp_path)
+    target = next((runs / "g0").glob("manifest_run00.json"))
+    # same size, new mtime
+    _rewrite(target, b'"group": "g0"', b'"group": "gX"', OLD + 10)
+    assert "gX" in _same_both_ways(tmp_path)
+    # touch alone: re-read, same answer
+    _age(target, OLD + 20)
+    assert "gX" in _same_both_ways(tmp_path)
+    # replaced by another file (new inode), same size and mtime as before
+    tmp = target.with_name("tmp")
+    tmp.write_bytes(target.read_bytes().replace(b'"gX"', b'"gY"'))
+    _age(tmp, OLD + 20)
+    os.replace(str(tmp), str(target))
+    assert "gY" in _same_both_ways(tmp_path)
+    # renamed, deleted, a new subdirectory
+    target.rename(target.with_name("manifest_moved.json"))
+    assert "manifest_moved.json" in _same_both_ways(tmp_path)
+    (runs / "g1" / "manifest_run05.json").unlink()
+    out = _same_both_ways(tmp_path)
+    assert "run05" not in out
+    _age(put(runs / "new" / "deeper", make_doc("fresh")))
+    assert "fresh" in _same_both_ways(tmp_path)
+    stored = sqlite3.connect(str(_db(tmp_path))).execute("SELECT path FROM files ORDER BY path").fetchall()
+    assert [p for (p,) in stored] == ["g0/manifest_moved.json", "g0/manifest_run02.json", "g0/manifest_run04.json",
+                                      "g1/manifest_run01.json", "g1/manifest_run03.json",
+                                      "new/deeper/manifest_fresh.json"]
+
+
+def test_the_index_answers_from_the_database_when_the_file_key_is_unchanged(tmp_path):
+    # What proves the warm path reads the database: an edit that keeps size, mtime and inode is not seen
+    # (the documented limit of the key), until the file is touched.
+    runs = _tree(tmp_path, 1)
+    target = next((runs / "g0").glob("*.json"))
+    _ls(tmp_path)
+    _rewrite(target, b'"group": "g0"', b'"group": "gZ"', OLD)
+    assert "gZ" not in _ls(tmp_path).stdout
+    assert "gZ" in _ls(tmp_path, index=False).stdout
+    _age(target, OLD + 1)
+    assert "gZ" in _ls(tmp_path).stdout
+
+
+def test_a_file_written_just_now_is_read_but_not_stored(tmp_path):
+    put(tmp_path / "runs", make_doc("now"))
+    assert "now" in _ls(tmp_path).stdout
+    assert sqlite3.connect(str(_db(tmp_path))).execute("SELECT count(*) FROM files").fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty-tables", "other-version", "foreign-db"])
+def test_a_damaged_database_is_rebuilt_with_one_warning(tmp_path, damage):
+    _tree(tmp_path)
+    expected = _ls(tmp_path, index=False).stdout
+    _ls(tmp_path)
+    db = _db(tmp_path)
+    if damage == "truncated":
+        data = db.read_bytes()
+        for suffix in ("-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True) if sys.version_info >= (3, 8) else None
+        db.write_bytes(data[: len(data) // 2 or 100])
+    elif damage == "garbage":
+        db.write_bytes(os.urandom(8192))
+    else:
+        conn = sqlite3.connect(str(db))
+        if damage == "empty-tables":
+            conn.execute("DROP TABLE pkgsets")
+        elif damage == "other-version":
+            conn.execute("PRAGMA user_version = 99")
+        else:
+            conn.execute("DROP TABLE files")
+            conn.execute("DROP TABLE pkgsets")
+            conn.execute("CREATE TABLE other (x)")
+        conn.commit()
+        conn.close()
+    res = _ls(tmp_path)
+    assert (res.returncode, res.stdout) == (0, expected)
+    lines = res.stderr.splitlines()
+    assert len(lines) <= 1 and all(line.startswith("relaxrepro ls: warning: run index ") for line in lines)
+    assert damage == "truncated" or (lines and lines[0].endswith("; rebuilt"))
+    res = _ls(tmp_path)
+    assert (res.returncode, res.stdout, res.stderr) == (0, expected, "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+def test_a_foreign_owned_or_shared_writable_database_is_bypassed(tmp_path):
+    _tree(tmp_path)
+    expected = _ls(tmp_path, index=False).stdout
+    _ls(tmp_path)
+    db = _db(tmp_path)
+    os.chown(str(db), 12345, 12345)
+    res = _ls(tmp_path)
+    assert (res.returncode, res.stdout) == (0, expected)
+    assert res.stderr == "relaxrepro ls: warning: run index %s: the database belongs to uid 12345, not to us; " \
+                         "listing without it\n" % db
+    os.chown(str(db), 0, 0)
+    os.chmod(str(db), 0o666)
+    res = _ls(tmp_path)
+    assert res.stdout == expected and "the database is writable by others; listing without it" in res.stderr
+
+
+def test_no_cache_means_no_index(tmp_path):
+    _tree(tmp_path, 2)
+    res = run_cli("ls", "runs", env=clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"), RELAXREPRO_NO_CACHE="1"),
+                  cwd=tmp_path)
+    assert res.returncode == 0 and not (tmp_path / "cache").exists()
+
+
+def test_a_read_only_run_tree_is_indexed(tmp_path):
+    runs = _tree(tmp_path)
+    for d, _, files in os.walk(str(runs)):
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o444)
+        os.chmod(d, 0o555)
+    try:
+        out = _same_both_ways(tmp_path)
+        assert len(out.splitlines()) == 7 and _db(tmp_path).is_file()
+    finally:
+        for d, _, _files in os.walk(str(runs)):
+            os.chmod(d, 0o755)
+
+
+_UPDATER = """
+import os, sys, time
+sys.path.insert(0, %r)
+from relaxrepro.manifest import runindex, writer
+runs, me = sys.argv[1], int(sys.argv[2])
+for i in range(15):
+    d = os.path.join(runs, "p%%d" %% me)
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "manifest_p%%d_%%02d.json" %% (me, i))
+    doc = {"schema_version": "1.0", "run_id": "p%%d_%%02d" %% (me, i), "generated_at": "2026-01-01T00:00:00Z",
+           "command": {"argv": ["x"]}, "code": {}, "config": {}, "environment": {}, "hardware": {}, "runtime": {},
+           "training": {}, "collection": {"probes": {}}}
+    with open(path, "wb") as fh:
+        fh.write(writer.serialize(doc))
+    os.utime(path, (time.time() - 3600, time.time() - 3600))
+    found = runindex.listing([runs])
+    assert not found.warnings, found.warnings
+    assert sum(1 for r in found.rows if r.run_id == "p%%d_%%02d" %% (me, i)) == 1
+print("ok")
+"""
+
+
+def test_eight_processes_update_one_index_at_once(tmp_path):
+    runs = _tree(tmp_path)
+    script = tmp_path / "updater.py"
+    script.write_text(_UPDATER % str(ROOT))
+    env = _env(tmp_path)
+    procs = [subprocess.Popen([sys.executable, str(script), str(runs), str(i)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(8)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [(p.returncode, out, err) for p, (out, err) in zip(procs, results)] == [(0, "ok\n", "")] * 8
+    out = _same_both_ways(tmp_path)
+    assert len(out.splitlines()) == 1 + 6 + 8 * 15
+    stored = sqlite3.connect(str(_db(tmp_path))).execute("SELECT count(*) FROM files").fetchone()[0]
+    assert stored == 6 + 8 * 15
+
+
+def test_lineage_and_compare_answer_the_same_with_and_without_the_index(tmp_path):
+    _tree(tmp_path)
+    for args in (("run03",), ("run03", "--json"), ("run01", "--down"), ("run00", "--down", "--json")):
+        _same_both_ways(tmp_path, *args, command="lineage")
+    for args in (("--group", "g0"), ("--group", "g1", "--json")):
+        _same_both_ways(tmp_path, *args, command="compare")
+
+
+def test_lineage_down_draws_the_descendants(tmp_path):
+    _tree(tmp_path)
+    res = run_cli("lineage", "run02", "runs", "--down", env=_env(tmp_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "run02  2026-01-03 10:00  runs/g0/manifest_run02.json",
+        "`-- run03  2026-01-04 10:00  runs/g1/manifest_run03.json",
+        "    `-- run04  2026-01-05 10:00  runs/g0/manifest_run04.json",
+        "        `-- run05  2026-01-06 10:00  runs/g1/manifest_run05.json",
+    ]
+    res = run_cli("lineage", "nope", "runs", "--down", env=_env(tmp_path), cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (1, "relaxrepro lineage: error: run nope not found under runs\n")
+
+
+def test_index_command_builds_and_reports(tmp_path):
+    _tree(tmp_path)
+    res = run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path)
+    assert (res.returncode, res.stdout, res.stderr) == (0, "", "relaxrepro index: runs: 6 manifests\n")
+    assert _db(tmp_path).is_file()
+    res = run_cli("index", "nowhere", env=_env(tmp_path), cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: nowhere: no such file or directory\n")
