@@ -121,7 +121,8 @@ def metric_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]
 
 def reproducibility(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     """How alike the runs came out: ``outputs`` (the weight-hash match rate: runs whose output digests all
-    equal the most common set's, wherever each run wrote them) and ``trace`` (runs whose trace is bit-identical to the most common one),
+    equal the most common set's, wherever each run wrote them) and ``trace`` (runs whose trace is
+    bit-identical to the most common one),
     each ``{runs, matching, rate}`` over the runs that recorded it in full."""
     outputs: List[str] = []
     traces: List[str] = []
