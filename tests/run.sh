@@ -30,7 +30,8 @@ fi
 # Headless Chromium for the report's browser tests (they skip, saying how to get it, where it cannot be had).
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "tests/run.sh: installing chromium" >&2
-  apt-get install -y -q chromium >/dev/null || echo "tests/run.sh: chromium not installed; browser tests skip" >&2
+  apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 || true
+    apt-get install -y -q chromium >/dev/null || echo "tests/run.sh: chromium not installed; browser tests skip" >&2; }
 fi
 export RAY_USAGE_STATS_ENABLED=0
 .venv/bin/ruff check .
