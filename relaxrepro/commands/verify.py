@@ -107,15 +107,20 @@ def _results(doc: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
 
 
 def compare_outputs(a: Any, b: Any) -> List[Dict[str, Any]]:
-    """One row per path of either side: ``{path, status, old, new}`` (digests, None where absent)."""
+    """One row per path of either side: ``{path, status, old, new}`` (digests, None where absent), and
+    ``old_path`` where the old run kept the same file elsewhere (see :func:`_moved`)."""
     a = a if isinstance(a, dict) else {}
     b = b if isinstance(b, dict) else {}
+    moved = _moved(set(a) - set(b), set(b) - set(a))  # {new path: old path}
+    pairs = [(moved.get(p, p), p) for p in sorted((set(a) - set(moved.values())) | set(b), key=str)]
     rows = []
-    for path in sorted(set(a) | set(b), key=str):
-        ea, eb = a.get(path), b.get(path)
+    for old_path, path in pairs:
+        ea, eb = a.get(old_path), b.get(path)
         da = ea.get("sha256") if isinstance(ea, dict) else None
         db = eb.get("sha256") if isinstance(eb, dict) else None
         row: Dict[str, Any] = {"path": path, "old": da, "new": db}
+        if old_path != path:
+            row["old_path"] = old_path
         if _absent(ea) and _absent(eb):  # neither run left it: nothing to tell them apart by
             row["status"] = INCOMPLETE
             row["why"] = "missing in both"
@@ -129,6 +134,19 @@ def compare_outputs(a: Any, b: Any) -> List[Dict[str, Any]]:
             row["status"] = SAME if da == db and ea.get("kind") == eb.get("kind") else DIFFERS
         rows.append(row)
     return rows
+
+
+def _moved(only_a: Any, only_b: Any) -> Dict[str, str]:
+    """{new path: old path} for outputs each run wrote into its own directory (``runs/a/weights.pt``,
+    ``runs/b/weights.pt``): paired by file name where that name is one output's alone on each side."""
+    def by_name(paths: Any) -> Dict[str, List[str]]:
+        names: Dict[str, List[str]] = {}
+        for p in paths:
+            names.setdefault(str(p).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1], []).append(p)
+        return names
+
+    na, nb = by_name(only_a), by_name(only_b)
+    return {nb[n][0]: na[n][0] for n in na if len(na[n]) == 1 and len(nb.get(n, ())) == 1}
 
 
 def _absent(entry: Any) -> bool:
@@ -365,7 +383,8 @@ def render(result: Mapping[str, Any]) -> str:
                 detail = "missing in %s" % r["missing_in"]
             else:
                 detail = safe_format("%s", r.get("why"))
-            lines.append(safe_format("  %-10s %s  ", r["status"], r["path"]) + detail)
+            where = safe_format("%s -> %s", r["old_path"], r["path"]) if r.get("old_path") else r["path"]
+            lines.append(safe_format("  %-10s %s  ", r["status"], where) + detail)
     if result.get("metrics"):
         lines.append("metrics:")
         for r in result["metrics"]:

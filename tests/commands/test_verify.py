@@ -58,6 +58,22 @@ def test_a_changed_output_is_named_with_both_digests():
     assert "  differs    ckpt/model.pt  sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb" in render(result).splitlines()
 
 
+def test_outputs_each_run_wrote_into_its_own_directory_are_compared_by_file_name():
+    # relaxrepro run --output-dir runs/a, then runs/b: the same weights.pt under another directory.
+    old, new = _pair(outputs={"runs/b/ckpt/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 10},
+                              "runs/b/extra.log": {"kind": "file", "sha256": "c" * 64, "size": 1}})
+    old["results"]["outputs"] = {"runs/a/ckpt/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 10}}
+    result = verify(old, new)
+    assert result["outputs"][0] == {"path": "runs/b/ckpt/model.pt", "old_path": "runs/a/ckpt/model.pt",
+                                    "status": "same", "old": "a" * 64, "new": "a" * 64}
+    assert result["outputs"][1]["status"] == "missing" and result["outputs"][1]["missing_in"] == "old"
+    assert "  same       runs/a/ckpt/model.pt -> runs/b/ckpt/model.pt  sha256 aaaaaaaaaaaa" in render(result)
+    new["results"]["outputs"]["runs/b/ckpt/model.pt"]["sha256"] = "b" * 64
+    del new["results"]["outputs"]["runs/b/extra.log"]
+    assert [(r["status"], r.get("old_path")) for r in verify(old, new)["outputs"]] == [
+        ("differs", "runs/a/ckpt/model.pt")]
+
+
 def test_an_output_missing_in_the_new_run_diverges_and_missing_in_both_proves_nothing():
     old, new = _pair(outputs={"ckpt/model.pt": {"kind": "missing", "error": "not found"}})
     result = verify(old, new)
