@@ -76,6 +76,16 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
 
     from ..manifest import index
 
+    if not filtered and not args.json:
+        table = src.table()
+        if table is not None:
+            good, bad = table
+            text = ""
+            if good or bad:
+                cells = "\t".join([g[3] for g in good]).split("\t") if good else []
+                columns = [cells[i::9] for i in range(9)]
+                text = index.render_columns(columns, [g[2] for g in good], bad)
+            return text, len(bad), len(good) + len(bad), len(good) + len(bad)
     if not filtered:
         rows = src.find(want=want)
         total = len(rows)

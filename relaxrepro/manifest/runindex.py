@@ -141,6 +141,31 @@ class Source:
             out.extend(part.find(where, params, test, want))
         return out
 
+    def table(self) -> Optional[Tuple[List[Tuple[str, str, str, str]], List[Tuple[str, str]]]]:
+        """What the ``ls`` table shows, without making a row object per run: ((time, run id, path, cells)
+        of the readable runs, in the table's order; (path, why) of the others, by path). None when two runs
+        share a time and run id: then the walk order breaks the tie (:meth:`find` and a sort)."""
+        import operator
+
+        good: List[Tuple[str, str, str, str]] = []
+        bad: List[Tuple[str, str]] = []
+        for part in self.parts:
+            rows = part.rows
+            if rows is None:
+                good.extend(part.conn.execute("SELECT gen, ifnull(run_id, ''), ? || path, cells FROM files "
+                                              "WHERE error IS NULL ORDER BY 1, 2", (part.prefix,)))
+                bad.extend(part.conn.execute("SELECT ? || path, error FROM files WHERE error IS NOT NULL",
+                                             (part.prefix,)))
+                rows = part.extra
+            good.extend((r.gen, r.run_id or "", r.path, r.cells) for r in rows if r.error is None)
+            bad.extend((r.path, r.error) for r in rows if r.error is not None)  # type: ignore[misc]
+        by = operator.itemgetter(0, 1)
+        if len(set(map(by, good))) != len(good):
+            return None
+        good.sort(key=by)  # almost sorted already: a linear pass
+        bad.sort(key=operator.itemgetter(0))
+        return good, bad
+
     def lookup(self, attr: str, value: Optional[str], want: Sequence[str] = ()) -> List[Row]:
         """The rows whose ``attr`` (``run_id``, ``parent``, ``group``) is ``value`` (None: not recorded), in
         walk order: by index from a database, by a dictionary made once from rows in memory."""
@@ -456,8 +481,9 @@ def _connect(path: str) -> sqlite3.Connection:
 def _stored(walked: Walked, uncached: Set[str]) -> List[Tuple[str, bytes]]:
     """The directory signatures a database that holds this walk has (files in ``uncached`` left out)."""
     out = []
+    odd = {p[:max(p.rfind(os.sep), 0)] for p in uncached}
     for rel, names, keys in walked:
-        if uncached:
+        if rel in odd:
             pairs = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
             names, keys = [n for n, _ in pairs], [k for _, k in pairs]  # type: ignore[misc]
         elif None in keys:
@@ -520,8 +546,8 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             stored: Dict[str, bytes], gen: int, progress: Optional[Callable[[int, int], None]],
             warnings: List[str]) -> Tuple[List[Row], Dict[str, Row], bytes, bool]:
     """Re-read what differs from ``stored`` (the directory signatures at generation ``gen``) and write it,
-    a directory at a time. Returns (rows not stored, every row read by path, the digest of what the
-    database now holds, whether that digest was stored)."""
+    a directory at a time. Returns (rows not stored, the same by path, the digest of what the database
+    now holds, whether that digest was stored)."""
     import json
 
     plan = []  # (rel, names kept or read, old signature, todo)
@@ -550,7 +576,6 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
         for name, key in todo:
             path = _join(rel, name)
             row, pkgs = read_row(prefix + path, facts=True)
-            fresh[path] = row
             if pkgs is not None and row.pkgkey not in seen_sets:
                 seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
                 sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
@@ -559,6 +584,7 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
                                  row._facts, row.pkgkey))
             else:
                 uncached.add(path)
+                fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
             done += 1
             if progress is not None and (done % 500 == 0 or done == todo_count):
                 progress(done, todo_count)
