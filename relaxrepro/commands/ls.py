@@ -29,9 +29,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("relaxrepro ls: error: %s" % exc) from None
     filtered = bool(clauses or args.same_as or since or until)
     missing = report_missing(dirs, "ls")
+    # A scan reads the facts for any query (a row's package set comes with them); the index keeps the
+    # package set apart, so a package query loads no facts.
     want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as else [])
     present = [d for d in dirs if os.path.exists(d)]
     src = runindex.open_roots(present, use_index=not args.no_index, want=want, progress=progress_line())
+    if not args.same_as and all(c.package is not None for c in clauses):
+        want = want[:1]
     try:
         for w in src.warnings:
             say("relaxrepro ls: warning: %s", w)

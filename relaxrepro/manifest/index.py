@@ -21,7 +21,7 @@ from .reader import parse_json  # the readers' rules: a NaN in a field read quic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 LS_FIELDS = ("schema_version", "run_id", "generated_at", "code", "hardware", "training", "lineage", "outcome")
 
@@ -68,20 +68,30 @@ def walk_root(root: str, linked: set) -> Iterator[str]:
     if os.path.isfile(root):
         yield root
         return
-    for d, names in walk_dirs(root, linked):
+    for d, names, _ in walk_dirs(root, linked):
         for name in names:
             yield os.path.join(d, name)
 
 
-def walk_dirs(root: str, linked: set) -> Iterator[Tuple[str, List[str]]]:
+def walk_dirs(root: str, linked: set, *, key: Optional[Callable[[int, int, int], Any]] = None
+              ) -> Iterator[Tuple[str, List[str], List[Any]]]:
     """Each directory below the directory ``root`` that :func:`walk_root` visits, in its order, with the
-    names of its manifests sorted (so the walk order is the same on every file system)."""
+    names of its manifests sorted (so the walk order is the same on every file system) and, given
+    ``key``, ``key(size, mtime_ns, inode)`` of each (None: it vanished), else an empty list.
+
+    The keys are taken in the same pass, by name in the open directory: no path lookup, no second loop
+    (100,000 manifests: the run index's check is mostly these ``stat`` calls)."""
+    keys = key is not None
+    by_fd = keys and os.stat in os.supports_dir_fd
     stack = [root]
     while stack:
         d = stack.pop()
         subdirs = []
-        names = []
+        found: List[Any] = []
+        fd = None
         try:
+            if by_fd:
+                fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
             with os.scandir(d) as it:
                 for e in it:
                     name = e.name
@@ -97,13 +107,26 @@ def walk_dirs(root: str, linked: set) -> Iterator[Tuple[str, List[str]]]:
                                 linked.add(target)
                             subdirs.append(e.path)
                         elif name.startswith("manifest_") and name.endswith(".json"):
-                            names.append(name)
+                            if not keys:
+                                found.append(name)
+                                continue
+                            try:
+                                st = os.stat(name, dir_fd=fd) if fd is not None else os.stat(e.path)
+                                found.append((name, key(st.st_size, st.st_mtime_ns, st.st_ino)))  # type: ignore[misc]
+                            except OSError:
+                                found.append((name, None))
                     except OSError:
                         continue
         except OSError:
             subdirs = []  # as an unreadable directory always was: what it listed, not below it
-        names.sort()
-        yield d, names
+        finally:
+            if fd is not None:
+                os.close(fd)
+        found.sort()
+        if keys:
+            yield (d, [n for n, _ in found], [k for _, k in found]) if found else (d, [], [])
+        else:
+            yield d, found, []
         stack.extend(sorted(subdirs, reverse=True))
 
 

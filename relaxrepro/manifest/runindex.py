@@ -323,35 +323,11 @@ def db_path(directory: str, root: str) -> str:
 
 
 def walk(root: str, linked: Set[str]) -> Walked:
-    """Each directory below ``root`` (relative, in walk order) with its manifests' names and packed keys
-    (None: the file vanished or cannot be stat'ed). A ``stat`` by name in an open directory is the
-    cheapest per-file check there is (no path lookup, no DirEntry)."""
+    """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
+    packed keys (None: the file vanished or cannot be stat'ed)."""
     prefix = os.path.join(root, "")
-    out = []
-    by_fd = os.stat in os.supports_dir_fd
-    pack = _KEY.pack
-    for d, names in index.walk_dirs(root, linked):
-        if not names:
-            continue
-        keys: List[Optional[bytes]] = []
-        fd = None
-        try:
-            if by_fd:
-                fd = os.open(d, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError:
-            fd = None
-        try:
-            for name in names:
-                try:
-                    st = os.stat(name, dir_fd=fd) if fd is not None else os.stat(os.path.join(d, name))
-                    keys.append(pack(st.st_size, st.st_mtime_ns, st.st_ino))
-                except OSError:
-                    keys.append(None)
-        finally:
-            if fd is not None:
-                os.close(fd)
-        out.append((d[len(prefix):] if d != root else "", names, keys))
-    return out
+    return [(d[len(prefix):] if d != root else "", names, keys)
+            for d, names, keys in index.walk_dirs(root, linked, key=_KEY.pack) if names]
 
 
 def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
