@@ -7,6 +7,7 @@ per-round steps that a case needs before it runs.
     python bench/runindex.py query TREE          exec `relaxrepro ls TREE --where pkg.torch==2.3.* --until X`, X new
                                                  each round (always true): a query with no answer kept for it
     python bench/runindex.py floor TREE          the walk and stat every indexed command starts with, alone
+    python bench/runindex.py reset TREE          remove add100's runs, then exec `relaxrepro index TREE`
 
 The tree is made from a real manifest (this machine's `relaxrepro generate` in a scratch repo): run ids,
 commits (two repos), package sets (300 of them: torch/numpy/transformers versions vary), groups, notes,
@@ -140,6 +141,9 @@ def main(argv: list) -> int:
 
         runindex.walk(argv[1], set())
         return 0
+    if what == "reset":
+        shutil.rmtree(os.path.join(argv[1], "user-new"), ignore_errors=True)
+        os.execv(sys.executable, py + ["index", argv[1]])
     if what == "add100":
         from relaxrepro.manifest import writer
 

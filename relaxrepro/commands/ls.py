@@ -81,7 +81,7 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
     from ..manifest import index
 
     if not filtered and not args.json:
-        table = src.table()
+        table = src.table(index.RelPaths("."))
         if table is not None:
             good, bad = table
             text = ""

@@ -423,23 +423,23 @@ def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
 def render_rows(cells: Sequence[List[str]], paths: Sequence[str], bad: Sequence[Tuple[str, Any]], *,
                 cwd: str = ".") -> str:
     """The ``ls`` table from each row's :func:`ls_cells` and path, then a line per (path, why) of a bad file."""
-    return render_columns(list(zip(*cells)), paths, bad, cwd=cwd)
-
-
-def render_columns(columns: List[Sequence[str]], paths: Sequence[str], bad: Sequence[Tuple[str, Any]], *,
-                   cwd: str = ".") -> str:
-    """:func:`render_rows` from the cells column by column: 100,000 rows cost a few C loops, not 100,000 lists."""
     rel = RelPaths(cwd)
+    return render_columns(list(zip(*cells)), rel.many(paths), [(rel(p), why) for p, why in bad])
+
+
+def render_columns(columns: List[Sequence[str]], shown: Sequence[str], bad: Sequence[Tuple[str, Any]]) -> str:
+    """:func:`render_rows` from the cells column by column (100,000 rows cost a few C loops, not 100,000
+    lists), with the paths as shown (:class:`RelPaths`)."""
     text = ""
-    if paths:
+    if shown:
         tracked = columns[8].count("-") != len(columns[8])  # the column appears once a run was attached
         if not tracked:
             del columns[8]
-        columns.append(rel.many(paths))
+        columns.append(shown)
         text = format_columns(["RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME"]
-                              + ["TRACKERS"] * tracked + ["PATH"], columns)
+                              + ["TRACKERS"] * tracked + ["PATH"], columns, safe=len(columns) - 1)
     for path, why in bad:
-        text += safe_format("unreadable  %s: %s\n", rel(path), why)
+        text += safe_format("unreadable  %s: %s\n", path, why)
     return text
 
 
@@ -472,6 +472,17 @@ class RelPaths:
         rel = name if rd == "." else rd + os.sep + name
         return path if rel.startswith(".." + os.sep + "..") else rel
 
+    def head(self, prefix: str) -> Optional[str]:
+        """What stands for ``prefix`` (a walked root, ending in a separator) in front of the walk's relative
+        paths below it, so that ``head + rel == self(prefix + rel)``; None where that does not hold."""
+        try:
+            rd = os.path.relpath(prefix, self.cwd)
+        except ValueError:
+            return prefix
+        if rd.startswith(".." + os.sep + ".."):
+            return prefix
+        return "" if rd == "." else rd + os.sep
+
     def many(self, paths: Sequence[str]) -> List[str]:
         """``[self(p) for p in paths]``, with each directory's part worked out once."""
         sep, lead, slow, unset = os.sep, {}, self, object()
@@ -501,14 +512,15 @@ class RelPaths:
         return out
 
 
-def format_columns(header: List[str], columns: List[Sequence[str]]) -> str:
+def format_columns(header: List[str], columns: List[Sequence[str]], *, safe: int = 0) -> str:
     """:func:`format_table` of ``header`` and the rows that ``columns`` hold, in one formatting call when
-    every cell is printable and no row ends in a blank (the common case: what rstrip would not change)."""
+    every cell is printable and no row ends in a blank (the common case: what rstrip would not change).
+    ``safe``: how many leading columns hold :func:`safe_text` cells already (``ls_cells``)."""
     import itertools
 
     last = columns[-1]
-    if ("".join(itertools.chain(header, *columns)).isprintable() and "" not in last
-            and not any(c[-1].isspace() for c in last)):
+    if ("".join(itertools.chain(header, *columns[safe:])).isprintable() and "" not in last
+            and not re.search(r"\s(\n|\Z)", "\n".join(last))):
         widths = [max(len(h), max(map(len, c))) for h, c in zip(header, columns[:-1])]
         fmt = "  ".join(["%%-%ds" % w for w in widths] + ["%s"])
         cells = itertools.chain(header, itertools.chain.from_iterable(zip(*columns)))

@@ -48,11 +48,15 @@ BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000
 """Rows per write transaction: other processes' writes interleave with a long build."""
+KEPT = 4
+"""Answers kept per tree (an ``ls`` of 100,000 runs is ~15 MB): the table, --json and a query or two."""
 
 _KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
 _ROW = "path, run_id, gen, grp, parent, error, cells, doc, facts, pkgkey"
 _SCHEMA = (
-    "CREATE TABLE files (%s)" % _ROW.replace("path", "path TEXT PRIMARY KEY", 1),
+    # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
+    "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
+    "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
     "CREATE INDEX files_run ON files (run_id)",
     "CREATE INDEX files_parent ON files (parent)",
     "CREATE INDEX files_grp ON files (grp)",
@@ -64,7 +68,7 @@ _SCHEMA = (
     "CREATE TABLE outputs (key TEXT PRIMARY KEY, tree BLOB, meta TEXT, body BLOB)",
     "PRAGMA user_version = %d" % VERSION,
 )
-_TABLES = {"files", "dirs", "pkgsets", "state", "outputs"}
+_TABLES = {"files", "docs", "dirs", "pkgsets", "state", "outputs"}
 
 
 class Broken(Exception):
@@ -115,7 +119,8 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
             continue
         before = set(linked)
         try:
-            src.parts.append(_indexed(root, linked, os.path.join(directory, "index"), src.warnings, progress))
+            src.parts.append(_indexed(root, linked, os.path.join(directory, "index"), want, src.warnings,
+                                      progress))
         except _Bypass as exc:
             src.warnings.append(exc.args[0])
             linked.clear()
@@ -141,30 +146,36 @@ class Source:
             out.extend(part.find(where, params, test, want))
         return out
 
-    def table(self) -> Optional[Tuple[List[Tuple[str, str, str, str]], List[Tuple[str, str]]]]:
-        """What the ``ls`` table shows, without making a row object per run: ((time, run id, path, cells)
-        of the readable runs, in the table's order; (path, why) of the others, by path). None when two runs
-        share a time and run id: then the walk order breaks the tie (:meth:`find` and a sort)."""
+    def table(self, shown: Any) -> Optional[Tuple[List[Tuple[str, str, str, str]], List[Tuple[str, str]]]]:
+        """What the ``ls`` table shows, without making a row object per run: ((time, run id, path as shown,
+        cells) of the readable runs, in the table's order; (path as shown, why) of the others, by path), the
+        paths as ``shown`` (an :class:`index.RelPaths`) shows them. None when two runs share a time and run
+        id: then the walk order breaks the tie (:meth:`find` and a sort)."""
         import operator
 
         good: List[Tuple[str, str, str, str]] = []
-        bad: List[Tuple[str, str]] = []
+        bad: List[Tuple[str, str, str]] = []
         for part in self.parts:
             rows = part.rows
             if rows is None:
-                good.extend(part.conn.execute("SELECT gen, ifnull(run_id, ''), ? || path, cells FROM files "
-                                              "WHERE error IS NULL ORDER BY 1, 2", (part.prefix,)))
-                bad.extend(part.conn.execute("SELECT ? || path, error FROM files WHERE error IS NOT NULL",
-                                             (part.prefix,)))
+                head = shown.head(part.prefix)
+                got = part.conn.execute("SELECT gen, ifnull(run_id, ''), ? || path, cells, error FROM files",
+                                        (head,)).fetchall()
+                good.extend([t for t in got if t[4] is None])
+                cut = len(head)
+                bad.extend([(part.prefix + t[2][cut:], t[2], t[4]) for t in got if t[4] is not None])
                 rows = part.extra
-            good.extend((r.gen, r.run_id or "", r.path, r.cells) for r in rows if r.error is None)
-            bad.extend((r.path, r.error) for r in rows if r.error is not None)  # type: ignore[misc]
+            for r in rows:
+                if r.error is None:
+                    good.append((r.gen, r.run_id or "", shown(r.path), r.cells))
+                else:
+                    bad.append((r.path, shown(r.path), r.error))
         by = operator.itemgetter(0, 1)
-        if len(set(map(by, good))) != len(good):
+        if len(set(map(operator.itemgetter(1), good))) != len(good) and len(set(map(by, good))) != len(good):
             return None
-        good.sort(key=by)  # almost sorted already: a linear pass
-        bad.sort(key=operator.itemgetter(0))
-        return good, bad
+        good.sort(key=by)
+        bad.sort(key=operator.itemgetter(0))  # by the path itself, as the scan sorts them
+        return good, [(b[1], b[2]) for b in bad]
 
     def lookup(self, attr: str, value: Optional[str], want: Sequence[str] = ()) -> List[Row]:
         """The rows whose ``attr`` (``run_id``, ``parent``, ``group``) is ``value`` (None: not recorded), in
@@ -211,7 +222,7 @@ class Source:
             conn.execute("BEGIN IMMEDIATE")
             if conn.execute("SELECT tree FROM state").fetchone()[0] == self.parts[0].digest:
                 conn.execute("DELETE FROM outputs WHERE tree != ? OR key IN (SELECT key FROM outputs "
-                             "ORDER BY rowid DESC LIMIT -1 OFFSET 15)", (tree,))
+                             "ORDER BY rowid DESC LIMIT -1 OFFSET ?)", (tree, KEPT - 1))
                 conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)", (key, tree, meta, body))
             conn.execute("COMMIT")
             conn.execute("BEGIN")
@@ -249,9 +260,10 @@ class _Part:
 
     def stored(self, where: str, params: Sequence[Any], want: Sequence[str]) -> List[Row]:
         cols = ", ".join(c if c not in ("cells", "doc", "facts") or c in want else "NULL" for c in _ROW.split(", "))
+        join = " LEFT JOIN docs USING (path)" if "doc" in want or "facts" in want else ""
         p = self.prefix
         return [Row(p + a, b, c, d, e, f, h, g or "", i, j) for a, b, c, d, e, f, g, h, i, j in self.conn.execute(
-            "SELECT %s FROM files%s" % (cols, " WHERE " + where if where else ""), params)]
+            "SELECT %s FROM files%s%s" % (cols, join, " WHERE " + where if where else ""), params)]
 
     def lookup(self, attr: str, value: Optional[str], want: Sequence[str]) -> List[Row]:
         if self.rows is None:
@@ -356,7 +368,7 @@ def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
     return h.digest()
 
 
-def _indexed(root: str, linked: Set[str], directory: str, warnings: List[str],
+def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], warnings: List[str],
              progress: Optional[Callable[[int, int], None]]) -> _Part:
     path = db_path(directory, root)
     why = _untrusted(directory, path)
@@ -373,7 +385,7 @@ def _indexed(root: str, linked: Set[str], directory: str, warnings: List[str],
             _remove(path)
             continue
         try:
-            return _refresh(conn, root, walked, progress, warnings)
+            return _refresh(conn, root, walked, want, progress, warnings)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if "locked" in str(exc) or attempt == 2:
@@ -454,11 +466,21 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _stored(walked: Walked, uncached: Set[str]) -> List[Tuple[str, bytes]]:
-    """The directory signatures a database that holds this walk has (files in ``uncached`` left out)."""
+def _stored(walked: Walked, uncached: Set[str], base: Optional[List[Tuple[str, bytes]]] = None
+            ) -> List[Tuple[str, bytes]]:
+    """The directory signatures a database that holds this walk has (files in ``uncached`` left out);
+    ``base``: those with nothing left out, to take the directories without such files from."""
     out = []
     odd = {p[:max(p.rfind(os.sep), 0)] for p in uncached}
+    if base is not None:
+        if not odd:
+            return base
+        keep = dict(base)
     for rel, names, keys in walked:
+        if base is not None and rel not in odd:
+            if rel in keep:
+                out.append((rel, keep[rel]))
+            continue
         if rel in odd:
             pairs = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
             names, keys = [n for n, _ in pairs], [k for _, k in pairs]  # type: ignore[misc]
@@ -473,9 +495,10 @@ def _join(rel: str, name: str) -> str:
     return rel + os.sep + name if rel else name
 
 
-def _refresh(conn: sqlite3.Connection, root: str, walked: Walked,
+def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
              progress: Optional[Callable[[int, int], None]], warnings: List[str]) -> _Part:
-    """Bring the index of ``root`` up to date with the walk; the part that answers for it."""
+    """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
+    its rows hold when they must be kept in memory, see :func:`listing`)."""
     part = _Part(os.path.join(root, ""))
     part.order = {rel: i for i, (rel, _, _) in enumerate(walked)}
     sigs = _stored(walked, set())
@@ -499,7 +522,7 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked,
     want = _stored(walked, {r.path[len(part.prefix):] for r in extra})
     good = {rel for rel, sig in want if stored.get(rel) == sig}
     rows = {}
-    for row in part.stored("", (), ("cells", "doc", "facts")):
+    for row in part.stored("", (), want):
         rel = row.path[len(part.prefix):]
         if rel[:max(rel.rfind(os.sep), 0)] in good:
             rows[rel] = row
@@ -511,10 +534,10 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked,
             path = _join(rel, name)
             row = rows.get(path) or fresh.get(path)
             if row is None:
-                row, pkgs = read_row(part.prefix + path, facts=True)
+                row, pkgs = read_row(part.prefix + path, facts="facts" in want)
                 if pkgs is not None:
                     part.sets[row.pkgkey] = pkgs  # type: ignore[index]
-            part.rows.append(row)
+            part.rows.append(_trim(row, want))
     return part
 
 
@@ -576,7 +599,7 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             rows_pending = 0
     for rel, sig in dropped:
         pending.append((rel, sig, None, [_join(rel, n) for n in _unsign(sig)], []))
-    expected = tree_digest(_stored(walked, uncached))
+    expected = tree_digest(_stored(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
     _write(conn, pending, sets, expected, state, warnings)
     return extra, fresh, expected, state["ok"] and state["writable"]
@@ -601,8 +624,11 @@ def _write(conn: sqlite3.Connection, pending: List[Tuple[str, Optional[bytes], O
                     if (got[0] if got else None) != old_sig:
                         state["ok"] = False
                         continue
-                    conn.executemany("DELETE FROM files WHERE path = ?", [(g,) for g in gone])
-                    conn.executemany("INSERT OR REPLACE INTO files VALUES (%s)" % ", ".join("?" * 10), rows)
+                    for table in ("files", "docs"):
+                        conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in gone])
+                    conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                     [r[:7] + r[9:] for r in rows])
+                    conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)", [r[:1] + r[7:9] for r in rows])
                     if new_sig is None:
                         conn.execute("DELETE FROM dirs WHERE dir = ?", (rel,))
                     else:

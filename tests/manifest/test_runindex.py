@@ -371,9 +371,9 @@ def test_kept_answers_depend_on_the_options_and_the_working_directory(tmp_path):
     _tree(tmp_path)
     _same_both_ways(tmp_path)
     sub = tmp_path / "sub"
-    sub.mkdir()
+    (sub / "two" / "three").mkdir(parents=True)
     env = _env(tmp_path)
-    for cwd in (tmp_path, sub, tmp_path):
+    for cwd in (tmp_path, sub, sub / "two" / "three", tmp_path):  # the last: paths shown as given
         a = run_cli("ls", str(tmp_path / "runs"), env=env, cwd=cwd)
         b = run_cli("ls", str(tmp_path / "runs"), "--no-index", env=env, cwd=cwd)
         assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
