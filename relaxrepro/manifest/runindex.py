@@ -209,23 +209,32 @@ class Source:
         if tree is None:
             return None
         got = self.parts[0].conn.execute("SELECT tree, meta, body FROM outputs WHERE key = ?", (key,)).fetchone()
-        return (got[1], bytes(got[2])) if got is not None and got[0] == tree else None
+        return (got[1], got[2]) if got is not None and got[0] == tree and isinstance(got[2], bytes) else None
 
     def keep(self, key: str, meta: str, body: bytes) -> None:
-        """Remember an answer for this tree (dropping those of other trees); quietly not when busy."""
+        """Remember an answer for this tree, the second time it is asked for (the first leaves a mark: a
+        one-off query neither pays for writing its answer nor pushes out the ones asked again), and drop
+        those of other trees. Quietly not when the database is busy: no one waits for a cache."""
         tree = self.tree()
         if tree is None:
             return
         conn = self.parts[0].conn
         try:
             conn.execute("COMMIT")
+            conn.execute("PRAGMA busy_timeout = 0")
             conn.execute("BEGIN IMMEDIATE")
-            if conn.execute("SELECT tree FROM state").fetchone()[0] == self.parts[0].digest:
-                conn.execute("DELETE FROM outputs WHERE tree != ? OR key IN (SELECT key FROM outputs "
-                             "ORDER BY rowid DESC LIMIT -1 OFFSET ?)", (tree, KEPT - 1))
-                conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)", (key, tree, meta, body))
-            conn.execute("COMMIT")
-            conn.execute("BEGIN")
+            try:
+                asked = conn.execute("SELECT 1 FROM outputs WHERE key = ? AND tree = ?", (key, tree)).fetchone()
+                conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
+                conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
+                             (key, tree, meta, body) if asked else (key, tree, None, None))
+                for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
+                    conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
+                                 "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
         except sqlite3.Error:
             pass
 
