@@ -10,7 +10,7 @@ per-round steps that a case needs before it runs.
     python bench/runindex.py reset TREE          remove add100's runs, then exec `relaxrepro index TREE`
 
 The tree is made from a real manifest (this machine's `relaxrepro generate` in a scratch repo): run ids,
-commits (two repos), package sets (300 of them: torch/numpy/transformers versions vary), groups, notes,
+commits (two repos), package sets (30 of them: torch/numpy/transformers versions vary), groups, notes,
 metrics, data digests and parents vary; each group of 100 runs is one chain (run k's parent is run k-1),
 so the 50th run of a group has a 50-deep ancestry. Layout runs/<user>/<sweep>/manifest_<id>.json:
 50 users x 20 sweeps x 100 runs, what `relaxrepro run --output-dir runs/<user>/<sweep>` writes.
