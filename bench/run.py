@@ -88,6 +88,9 @@ CASES = [
     ("idx-add100", "index", "package ls after adding 100 runs (the 100 written first, in the same process tree)"),
     ("idx-pkg", "index", "package ls --where pkg.torch==2.3.* (warm index)"),
     ("idx-lineage", "index", "package lineage of a 50-deep chain (warm index)"),
+    ("idx-pkg-new", "index", "package ls --where pkg.torch==2.3.* --until <new each round> (no kept answer)"),
+    ("idx-floor", "index", "walk + stat of the 100,000 manifests alone (every check's floor; bench/runindex.py)"),
+    ("idx-reset", "index", "(not a measure) idx-add100's runs removed, `relaxrepro index`: the tree as before"),
     ("ray-generate", "ray", "pyz generate, live one-node Ray (ML venv)"),
     ("ray-status", "ray", "peer: ray status"),
     ("ray-list", "ray", "peer: ray list nodes"),
@@ -325,8 +328,11 @@ def main(argv=None) -> int:
             for cid, extra in (("idx-ls", []), ("idx-scan", ["--no-index"]),
                                ("idx-pkg", ["--where", "pkg.torch==2.3.*"])):
                 add(cid, [py, "-m", "relaxrepro", "ls", tree] + extra, idx_env)
-            add("idx-add100", [py, os.path.join(_setup.HERE, "runindex.py"), "add100", tree], idx_env)
             add("idx-lineage", [py, "-m", "relaxrepro", "lineage", ri.lineage_target(), tree], idx_env)
+            # add100 changes the tree; reset, last in each round, puts it back, so the rest see it unchanged
+            for cid, step in (("idx-pkg-new", "query"), ("idx-floor", "floor"), ("idx-add100", "add100"),
+                              ("idx-reset", "reset")):
+                add(cid, [py, os.path.join(_setup.HERE, "runindex.py"), step, tree], idx_env)
         if "pyz-cold" in need:  # before anything has unpacked this build
             cold_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(work, "coldcache"))
             wall, rss, rc, cpu = measure([py, pyz] + gen + train, repo, cold_env)

@@ -4,9 +4,13 @@ per-round steps that a case needs before it runs.
     python bench/runindex.py tree [N]            build (once) CACHE/runindex-<N>, print its path
     python bench/runindex.py cold TREE DB_DIR    remove DB_DIR, then exec `relaxrepro index TREE` into it
     python bench/runindex.py add100 TREE         replace the 100 runs added last round, then exec `relaxrepro ls TREE`
+    python bench/runindex.py query TREE          exec `relaxrepro ls TREE --where pkg.torch==2.3.* --until X`, X new
+                                                 each round (always true): a query with no answer kept for it
+    python bench/runindex.py floor TREE          the walk and stat every indexed command starts with, alone
+    python bench/runindex.py reset TREE          remove add100's runs, then exec `relaxrepro index TREE`
 
 The tree is made from a real manifest (this machine's `relaxrepro generate` in a scratch repo): run ids,
-commits (two repos), package sets (300 of them: torch/numpy/transformers versions vary), groups, notes,
+commits (two repos), package sets (30 of them: torch/numpy/transformers versions vary), groups, notes,
 metrics, data digests and parents vary; each group of 100 runs is one chain (run k's parent is run k-1),
 so the 50th run of a group has a 50-deep ancestry. Layout runs/<user>/<sweep>/manifest_<id>.json:
 50 users x 20 sweeps x 100 runs, what `relaxrepro run --output-dir runs/<user>/<sweep>` writes.
@@ -128,6 +132,17 @@ def main(argv: list) -> int:
     if what == "cold":
         shutil.rmtree(argv[2], ignore_errors=True)
         os.environ["RELAXREPRO_CACHE_DIR"] = argv[2]
+        os.execv(sys.executable, py + ["index", argv[1]])
+    if what == "query":
+        until = "2099-01-01T%02d:%02d:%02d" % (time.time() // 3600 % 24, time.time() // 60 % 60, time.time() % 60)
+        os.execv(sys.executable, py + ["ls", argv[1], "--where", "pkg.torch==2.3.*", "--until", until])
+    if what == "floor":
+        from relaxrepro.manifest import runindex
+
+        runindex.walk(argv[1], set())
+        return 0
+    if what == "reset":
+        shutil.rmtree(os.path.join(argv[1], "user-new"), ignore_errors=True)
         os.execv(sys.executable, py + ["index", argv[1]])
     if what == "add100":
         from relaxrepro.manifest import writer

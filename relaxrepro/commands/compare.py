@@ -19,7 +19,7 @@ from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Dict, List, Sequence
+    from typing import Any, Dict, List, Optional, Sequence
 
 GROUP_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
 
@@ -51,20 +51,27 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[str, Any]:
+def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
+                  warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """``{group, runs: [{run_id, path, generated_at, note}], varying: {key: [value per run]}, compared,
-    unreadable: [...]}``; runs ordered by time."""
+    unreadable: [...]}``; runs ordered by time. ``warnings``: where to add what the run index says."""
     from ..manifest import runindex
     from ..manifest.reader import ManifestError, load_manifest
 
-    entries = runindex.listing(roots, use_index=use_index, want=()).rows
-    members = [e for e in entries if e.run_id is not None and e.group == group]
+    src = runindex.open_roots(roots, use_index=use_index)
+    try:
+        if warnings is not None:
+            warnings.extend(src.warnings)
+        members = [e for e in src.lookup("group", group) if e.run_id is not None]
+        lost = src.lookup("run_id", None)
+    finally:
+        src.close()
     members.sort(key=lambda e: (e.gen, e.run_id or ""))
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
     results: List[Any] = []
     # A file that cannot be read may be of the group: say so rather than compare without it in silence.
-    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in entries if e.run_id is None]
+    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
     for e in members:
         try:
             doc = load_manifest(e.path)
@@ -196,7 +203,10 @@ def run(args: argparse.Namespace) -> int:
     dirs = dirs_or_cwd(args.dirs)
     if report_missing(dirs, "compare"):
         return EXIT_FAIL
-    result = compare_group(args.group, dirs, use_index=not args.no_index)
+    warnings: List[str] = []
+    result = compare_group(args.group, dirs, use_index=not args.no_index, warnings=warnings)
+    for w in warnings:
+        say("relaxrepro compare: warning: %s", w)
     for line in result["unreadable"]:
         say("relaxrepro compare: warning: unreadable: %s", line)
     if not result["runs"]:

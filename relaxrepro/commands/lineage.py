@@ -11,47 +11,55 @@ from ..manifest.fields import patch_digest, patch_incomplete
 from ..manifest.flat import ARG_DEPTH, cell, changed, flatten
 from ..manifest.index import gpu_cell, rel_path, repos, short, time_cell
 from ..manifest.reader import ManifestError, load_manifest
+from ..manifest.runrow import read_row
 from ..std.text import safe_format
 from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, dirs_or_cwd, read_or_report, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 LINEAGE_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
 
 
-def descendants(run: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[str, Any]:
+def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
+                warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """The runs descended from ``run`` (a run id or a manifest path), as a tree.
 
     Returns ``{"root": node | None, "error": str | None, "unreadable": ["path: why", ...]}``; a node is
     ``{run_id, path, generated_at, children: [node, ...]}``, children by time. A run met twice (a cycle,
-    or two manifests of one run id) is listed once, under the first parent found.
+    or two manifests of one run id) is listed once, under the first parent found. ``warnings``: where to
+    add what the run index says (a database bypassed or rebuilt).
     """
-    rows = runindex.listing(roots, use_index=use_index, want=()).rows
-    unreadable = sorted("%s: %s" % (r.path, r.error) for r in rows if r.run_id is None)
-    good = [r for r in rows if r.run_id is not None]
-    start = next((r for r in good if r.path == run), None) if os.path.isfile(run) else None
-    start = start or next((r for r in good if r.run_id == run), None)
-    if start is None:
-        return {"root": None, "error": "run %s not found under %s" % (run, ", ".join(roots)),
-                "unreadable": unreadable}
-    children: Dict[str, List[Any]] = {}
-    for r in sorted(good, key=lambda r: (r.gen, r.run_id or "")):
-        if r.parent:
-            children.setdefault(r.parent, []).append(r)
-    seen = {start.run_id}
+    src = runindex.open_roots(roots, use_index=use_index)
+    try:
+        if warnings is not None:
+            warnings.extend(src.warnings)
+        unreadable = sorted("%s: %s" % (r.path, r.error) for r in src.lookup("run_id", None))
+        start = None
+        if os.path.isfile(run):
+            rid = read_row(run)[0].run_id
+            start = next((r for r in src.lookup("run_id", rid) if r.path == run), None) if rid else None
+        start = start or next(iter(src.lookup("run_id", run)), None)
+        if start is None:
+            return {"root": None, "error": "run %s not found under %s" % (run, ", ".join(roots)),
+                    "unreadable": unreadable}
+        seen = {start.run_id}
 
-    def node(r: Any) -> Dict[str, Any]:
-        kids = []
-        for c in children.get(r.run_id, []) if r.run_id else []:
-            if c.run_id not in seen:
-                seen.add(c.run_id)
-                kids.append(c)
-        return {"run_id": r.run_id, "path": r.path, "generated_at": r.gen or None,
-                "children": [node(c) for c in kids]}
-    return {"root": node(start), "error": None, "unreadable": unreadable}
+        def node(r: Any) -> Dict[str, Any]:
+            kids = []
+            found = sorted((c for c in src.lookup("parent", r.run_id) if c.run_id is not None),
+                           key=lambda c: (c.gen, c.run_id or ""))
+            for c in found:
+                if c.run_id not in seen:
+                    seen.add(c.run_id)
+                    kids.append(c)
+            return {"run_id": r.run_id, "path": r.path, "generated_at": r.gen or None,
+                    "children": [node(c) for c in kids]}
+        return {"root": node(start), "error": None, "unreadable": unreadable}
+    finally:
+        src.close()
 
 
 def render_descendants(result: Dict[str, Any], *, cwd: str = ".") -> str:
@@ -70,26 +78,34 @@ def render_descendants(result: Dict[str, Any], *, cwd: str = ".") -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[str, Any]:
+def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True,
+             warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """The chain of ``run`` (a run id or a manifest path) back to its root, oldest first.
 
     Returns ``{"chain": [...], "steps": [...], "cycle": [...] | None, "missing": run id | None,
     "error": str | None, "unreadable": ["path: why", ...]}``. Each chain item is ``{run_id, path,
     generated_at}`` (``missing: True`` for a parent that was recorded but not found); each step says
-    how a run differs from its parent.
+    how a run differs from its parent. ``warnings``: as :func:`descendants` says.
     """
-    entries = runindex.listing(roots, use_index=use_index, want=()).rows
-    by_id: Dict[str, Any] = {}
-    for e in entries:
-        if e.run_id and e.run_id not in by_id:
-            by_id[e.run_id] = e.path
-    unreadable = sorted("%s: %s" % (e.path, e.error) for e in entries if e.run_id is None)
+    src = runindex.open_roots(roots, use_index=use_index)
+    try:
+        if warnings is not None:
+            warnings.extend(src.warnings)
+        unreadable = sorted("%s: %s" % (e.path, e.error) for e in src.lookup("run_id", None))
+        return _ancestry(run, roots, unreadable,
+                         lambda rid: next((r.path for r in src.lookup("run_id", rid)), None) if rid else None)
+    finally:
+        src.close()
+
+
+def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Callable[[str], Optional[str]]
+              ) -> Dict[str, Any]:
     result: Dict[str, Any] = {"chain": [], "steps": [], "cycle": None, "missing": None, "error": None,
                               "unreadable": unreadable}
     if os.path.isfile(run):
         start_path: Optional[str] = run
     else:
-        start_path = by_id.get(run)
+        start_path = by_id(run)
     if start_path is None:
         result["error"] = "run %s not found under %s" % (run, ", ".join(roots))
         return result
@@ -112,7 +128,7 @@ def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True) -> Dict[
         if not isinstance(parent, dict):
             break
         pid = parent.get("run_id")
-        path = by_id.get(pid) if pid else None
+        path = by_id(pid) if pid else None
         if path is None and isinstance(parent.get("path"), str) and os.path.isfile(parent["path"]):
             path = parent["path"]  # recorded outside the directories searched, and still there
         if path is None:
@@ -214,8 +230,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_FAIL
     if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
         return EXIT_USAGE  # a manifest file named, and it cannot be read: one line, as check says it
+    warnings: List[str] = []
     if args.down:
-        down = descendants(args.run, dirs, use_index=not args.no_index)
+        down = descendants(args.run, dirs, use_index=not args.no_index, warnings=warnings)
+        for w in warnings:
+            say("relaxrepro lineage: warning: %s", w)
         for line in down["unreadable"]:
             say("relaxrepro lineage: warning: unreadable: %s", line)
         if args.json:
@@ -226,7 +245,9 @@ def run(args: argparse.Namespace) -> int:
             say("relaxrepro lineage: error: %s", down["error"])
             return EXIT_FAIL
         return EXIT_OK
-    result = ancestry(args.run, dirs, use_index=not args.no_index)
+    result = ancestry(args.run, dirs, use_index=not args.no_index, warnings=warnings)
+    for w in warnings:
+        say("relaxrepro lineage: warning: %s", w)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
         say("relaxrepro lineage: warning: unreadable: %s", line)
     if args.json:

@@ -12,13 +12,13 @@ from ._common import EXIT_FAIL, EXIT_OK, UsageError, dirs_or_cwd, progress_line,
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, List
+    from typing import Any, List, Tuple
 
 
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..manifest import index, query, runindex
+    from ..manifest import query, runindex
 
     dirs = dirs_or_cwd(args.dirs)
     try:
@@ -29,30 +29,94 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("relaxrepro ls: error: %s" % exc) from None
     filtered = bool(clauses or args.same_as or since or until)
     missing = report_missing(dirs, "ls")
+    # A scan reads the facts for any query (a row's package set comes with them); the index keeps the
+    # package set apart, so a package query loads no facts.
     want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as else [])
-    found = runindex.listing([d for d in dirs if os.path.exists(d)], use_index=not args.no_index, want=want,
-                             progress=progress_line())
-    for w in found.warnings:
-        say("relaxrepro ls: warning: %s", w)
-    rows = found.rows
-    if filtered:
-        rows = _select(rows, found.packages, clauses, since, until, args.same_as, dirs)
+    present = [d for d in dirs if os.path.exists(d)]
+    src = runindex.open_roots(present, use_index=not args.no_index, want=want, progress=progress_line())
+    if not args.same_as and all(c.package is not None for c in clauses):
+        want = want[:1]
+    try:
+        for w in src.warnings:
+            say("relaxrepro ls: warning: %s", w)
+        # An unchanged tree gives the same answer: kept under the tree's digest, the options and cwd.
+        key = _answer_key(args, present) if src.tree() is not None else None
+        kept = src.recall(key) if key else None
+        if kept is not None:
+            bad_count, total, shown = json.loads(kept[0])
+            text = kept[1].decode("utf-8", "surrogateescape")
+        else:
+            text, bad_count, total, shown = _answer(src, args, want, clauses, since, until, dirs, filtered)
+            if key:
+                src.keep(key, json.dumps([bad_count, total, shown]), text.encode("utf-8", "surrogateescape"))
+    finally:
+        src.close()
+    sys.stdout.write(text)
+    if bad_count:
+        say("relaxrepro ls: %d of %d manifests unreadable", bad_count, total)
+    elif filtered and not shown and total:
+        say("relaxrepro ls: no run matches")
+    elif not total and not missing:
+        say("relaxrepro ls: no manifest_*.json under %s", ", ".join(dirs))
+    return EXIT_FAIL if missing else EXIT_OK
+
+
+def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:
+    import hashlib
+    import json
+
+    from .._version import __version__
+    from ..manifest import runindex
+
+    what = [runindex.VERSION, __version__, sys.version, os.getcwd(), roots, bool(args.json), list(args.where),
+            args.same_as, args.since, args.until]
+    return hashlib.sha256(json.dumps(what).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[Any], since: Any, until: Any,
+            dirs: List[str], filtered: bool) -> Tuple[str, int, int, int]:
+    """(stdout, unreadable files among those shown, manifests in all, rows shown)."""
+    import json
+
+    from ..manifest import index
+
+    if not filtered and not args.json:
+        table = src.table(index.RelPaths("."))
+        if table is not None:
+            good, bad = table
+            text = ""
+            if good or bad:
+                cells = "\t".join([g[3] for g in good]).split("\t") if good else []
+                columns = [cells[i::9] for i in range(9)]
+                text = index.render_columns(columns, [g[2] for g in good], bad)
+            return text, len(bad), len(good) + len(bad), len(good) + len(bad)
+    if not filtered:
+        rows = src.find(want=want)
+        total = len(rows)
+    else:
+        total = src.count()
+        sets = src.packages()
+        by_pkg = [c for c in clauses if c.package is not None]
+        rows = None
+        if by_pkg and not args.same_as:  # only the runs of the package sets that pass: found by index
+            match = [k for k, p in sets.items() if all(c.test({}, p) for c in by_pkg)]
+            if len(match) <= 500:
+                keys = set(match)
+                rows = src.find("error IS NOT NULL OR pkgkey IN (%s)" % ", ".join("?" * len(match)), match,
+                                lambda r: r.error is not None or r.pkgkey in keys, want)
+        if rows is None:
+            rows = src.find(want=want)
+        rows = _select(rows, sets, clauses, since, until, args.same_as, dirs)
+    text = ""
     if args.json:
         out = [index.summary(r.entry()) for r in rows]
         out.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
-        sys.stdout.write(json.dumps(out, indent=1, sort_keys=True) + "\n")
+        text = json.dumps(out, indent=1, sort_keys=True) + "\n"
     elif rows:
         good = sorted((r for r in rows if r.error is None), key=lambda r: (r.gen, r.run_id or ""))
         bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
-        sys.stdout.write(index.render_rows([r.cells.split("\t") for r in good], [r.path for r in good], bad))
-    bad_count = sum(1 for r in rows if r.error is not None)
-    if bad_count:
-        say("relaxrepro ls: %d of %d manifests unreadable", bad_count, len(found.rows))
-    elif filtered and not rows and found.rows:
-        say("relaxrepro ls: no run matches")
-    elif not found.rows and not missing:
-        say("relaxrepro ls: no manifest_*.json under %s", ", ".join(dirs))
-    return EXIT_FAIL if missing else EXIT_OK
+        text = index.render_rows([r.cells.split("\t") for r in good], [r.path for r in good], bad)
+    return text, sum(1 for r in rows if r.error is not None), total, len(rows)
 
 
 def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, until: Any, same_as: Any,

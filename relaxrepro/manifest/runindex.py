@@ -7,13 +7,21 @@ re-reads what is new or changed and drops what is gone, so a listing costs the w
 files. A file modified in the last few seconds is read but not stored (a second write within the same
 mtime tick would look unchanged: git's "racy" case).
 
+How the check stays cheap: each directory's manifests make a signature (their names and the packed
+size, mtime_ns and inode of each), stored with the directory's rows in one transaction, and the walk's
+signatures fold into a digest of the whole tree. A database whose stored digest equals the walk's holds
+exactly the tree's rows, so nothing is loaded to check it, and a command asks it for the rows it needs
+(a run id, a group, a package set) by indexed column. Otherwise only the directories whose signature
+differs are compared file by file.
+
 Where: ``<cache>/index/<sha256 of the root's real path>.sqlite`` (``RELAXREPRO_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/relaxrepro``, else ``~/.cache/relaxrepro``; ``RELAXREPRO_NO_CACHE=1`` turns it off),
 so a read-only run tree works and a shared file system is never locked by us. A database we do not
 own, one others may write, a symlink, or one that is corrupt or of another version is never read:
 the last two are rebuilt, the others bypassed, each with one warning. WAL and a busy timeout let
-several processes list and update at once; a database still locked after the timeout is left alone
-(the listing was already read from the files).
+several processes list and update at once; every write bumps a generation counter, and the tree's
+digest is only stored by a writer that saw no other write since it compared, so a race costs a
+re-check, never a stale row.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import hashlib
 import os
 import sqlite3
 import stat
+import struct
 import time
 
 from ..std.cache import cache_dir
@@ -30,21 +39,36 @@ from .runrow import Row, read_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-VERSION = 1
+    Walked = List[Tuple[str, List[str], List[Optional[bytes]]]]
+
+VERSION = 2
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000
 """Rows per write transaction: other processes' writes interleave with a long build."""
+KEPT = 4
+"""Answers kept per tree (an ``ls`` of 100,000 runs is ~15 MB): the table, --json and a query or two."""
 
-_COLUMNS = "path, size, mtime_ns, ino, run_id, gen, grp, parent, error, cells, doc, facts, pkgkey"
+_KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
+_ROW = "path, run_id, gen, grp, parent, error, cells, doc, facts, pkgkey"
 _SCHEMA = (
-    "CREATE TABLE files (path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, ino INTEGER, run_id TEXT, "
-    "gen TEXT, grp TEXT, parent TEXT, error TEXT, cells TEXT, doc TEXT, facts TEXT, pkgkey TEXT)",
+    # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
+    "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
+    "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
+    "CREATE INDEX files_run ON files (run_id)",
+    "CREATE INDEX files_parent ON files (parent)",
+    "CREATE INDEX files_grp ON files (grp)",
+    "CREATE INDEX files_pkg ON files (pkgkey)",
+    "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
     "CREATE TABLE pkgsets (pkgkey TEXT PRIMARY KEY, packages TEXT)",
+    "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
+    "INSERT INTO state VALUES (0, NULL, 0)",
+    "CREATE TABLE outputs (key TEXT PRIMARY KEY, tree BLOB, meta TEXT, body BLOB)",
     "PRAGMA user_version = %d" % VERSION,
 )
+_TABLES = {"files", "docs", "dirs", "pkgsets", "state", "outputs"}
 
 
 class Broken(Exception):
@@ -69,34 +93,249 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
     ``want``: which of ``cells`` (the ``ls`` table), ``doc`` (``ls --json``), ``facts`` (a query) the
     caller reads; the rest is not loaded. The rows and their order are those of a scan either way.
     """
-    out = Listing()
+    src = open_roots(roots, use_index=use_index, want=want, env=env, progress=progress)
+    try:
+        out = Listing()
+        out.warnings = src.warnings
+        out.rows = src.find(want=want)
+        if "facts" in want:
+            out.packages = src.packages({r.pkgkey for r in out.rows if r.pkgkey})
+        return out
+    finally:
+        src.close()
+
+
+def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = (),
+               env: Optional[Mapping[str, str]] = None,
+               progress: Optional[Callable[[int, int], None]] = None) -> Source:
+    """The manifests below ``roots``, checked against the files now, to be asked with :meth:`Source.find`
+    (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`)."""
+    src = Source()
     linked: Set[str] = set()
     directory = cache_dir(os.environ if env is None else env) if use_index else None
     for root in roots:
         if directory is None or os.path.isfile(root):
-            _scan(root, linked, want, out)
+            src.parts.append(_scan(root, linked, want))
             continue
         before = set(linked)
         try:
-            _indexed(root, linked, os.path.join(directory, "index"), want, out, progress)
+            src.parts.append(_indexed(root, linked, os.path.join(directory, "index"), want, src.warnings,
+                                      progress))
         except _Bypass as exc:
-            out.warnings.append(exc.args[0])
+            src.warnings.append(exc.args[0])
             linked.clear()
             linked.update(before)
-            _scan(root, linked, want, out)
-    return out
+            src.parts.append(_scan(root, linked, want))
+    return src
+
+
+class Source:
+    """What :func:`open_roots` found, root by root: each part answers from the database (a snapshot that
+    matches the tree, plus the rows of files not stored) or from rows in memory."""
+
+    def __init__(self) -> None:
+        self.parts: List[_Part] = []
+        self.warnings: List[str] = []
+
+    def find(self, where: str = "", params: Sequence[Any] = (), test: Optional[Callable[[Row], bool]] = None,
+             want: Sequence[str] = ()) -> List[Row]:
+        """The rows (walk order) for which ``test`` holds; ``where``: the same condition in SQL over the
+        columns of :data:`_ROW`, so a database answers by index without loading the rest."""
+        out: List[Row] = []
+        for part in self.parts:
+            out.extend(part.find(where, params, test, want))
+        return out
+
+    def table(self, shown: Any) -> Optional[Tuple[List[Tuple[str, str, str, str]], List[Tuple[str, str]]]]:
+        """What the ``ls`` table shows, without making a row object per run: ((time, run id, path as shown,
+        cells) of the readable runs, in the table's order; (path as shown, why) of the others, by path), the
+        paths as ``shown`` (an :class:`index.RelPaths`) shows them. None when two runs share a time and run
+        id: then the walk order breaks the tie (:meth:`find` and a sort)."""
+        import operator
+
+        good: List[Tuple[str, str, str, str]] = []
+        bad: List[Tuple[str, str, str]] = []
+        for part in self.parts:
+            rows = part.rows
+            if rows is None:
+                head = shown.head(part.prefix)
+                got = part.conn.execute("SELECT gen, ifnull(run_id, ''), ? || path, cells, error FROM files",
+                                        (head,)).fetchall()
+                good.extend([t for t in got if t[4] is None])
+                cut = len(head)
+                bad.extend([(part.prefix + t[2][cut:], t[2], t[4]) for t in got if t[4] is not None])
+                rows = part.extra
+            for r in rows:
+                if r.error is None:
+                    good.append((r.gen, r.run_id or "", shown(r.path), r.cells))
+                else:
+                    bad.append((r.path, shown(r.path), r.error))
+        by = operator.itemgetter(0, 1)
+        if len(set(map(operator.itemgetter(1), good))) != len(good) and len(set(map(by, good))) != len(good):
+            return None
+        good.sort(key=by)
+        bad.sort(key=operator.itemgetter(0))  # by the path itself, as the scan sorts them
+        return good, [(b[1], b[2]) for b in bad]
+
+    def lookup(self, attr: str, value: Optional[str], want: Sequence[str] = ()) -> List[Row]:
+        """The rows whose ``attr`` (``run_id``, ``parent``, ``group``) is ``value`` (None: not recorded), in
+        walk order: by index from a database, by a dictionary made once from rows in memory."""
+        out: List[Row] = []
+        for part in self.parts:
+            out.extend(part.lookup(attr, value, want))
+        return out
+
+    def count(self) -> int:
+        return sum(p.count() for p in self.parts)
+
+    def packages(self, keys: Optional[Iterable[str]] = None) -> Dict[str, Dict[str, str]]:
+        """The package sets named ``keys`` (all known sets when None)."""
+        out: Dict[str, Dict[str, str]] = {}
+        for part in self.parts:
+            out.update(part.packages(keys))
+        return out
+
+    def tree(self) -> Optional[str]:
+        """A digest of every root's state, when all are answered by a database with nothing unstored:
+        the key under which a rendered answer may be kept (:meth:`recall`, :meth:`keep`); else None."""
+        digests = [p.digest for p in self.parts]
+        if not digests or any(d is None for d in digests):
+            return None
+        return hashlib.sha256(b"".join(digests)).hexdigest()  # type: ignore[arg-type]
+
+    def recall(self, key: str) -> Optional[Tuple[str, bytes]]:
+        """(meta, body) kept under ``key`` for this very tree, or None."""
+        tree = self.tree()
+        if tree is None:
+            return None
+        got = self.parts[0].conn.execute("SELECT tree, meta, body FROM outputs WHERE key = ?", (key,)).fetchone()
+        return (got[1], got[2]) if got is not None and got[0] == tree and isinstance(got[2], bytes) else None
+
+    def keep(self, key: str, meta: str, body: bytes) -> None:
+        """Remember an answer for this tree, the second time it is asked for (the first leaves a mark: a
+        one-off query neither pays for writing its answer nor pushes out the ones asked again), and drop
+        those of other trees. Quietly not when the database is busy: no one waits for a cache."""
+        tree = self.tree()
+        if tree is None:
+            return
+        conn = self.parts[0].conn
+        try:
+            conn.execute("COMMIT")
+            conn.execute("PRAGMA busy_timeout = 0")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                asked = conn.execute("SELECT 1 FROM outputs WHERE key = ? AND tree = ?", (key, tree)).fetchone()
+                conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
+                conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
+                             (key, tree, meta, body) if asked else (key, tree, None, None))
+                for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
+                    conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
+                                 "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            pass
+
+    def close(self) -> None:
+        for part in self.parts:
+            part.close()
+
+
+class _Part:
+    """One root: rows in memory (``rows``), or a database snapshot (``conn`` in a read transaction) plus
+    the rows of files not stored (``extra``); ``order``: each directory's place in the walk."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.rows: Optional[List[Row]] = None
+        self.sets: Dict[str, Dict[str, str]] = {}
+        self.conn: Any = None
+        self.digest: Optional[bytes] = None
+        self.extra: List[Row] = []
+        self.order: Dict[str, int] = {}
+        self.by: Dict[str, Dict[Optional[str], List[Row]]] = {}
+
+    def find(self, where: str, params: Sequence[Any], test: Optional[Callable[[Row], bool]],
+             want: Sequence[str]) -> List[Row]:
+        if self.rows is not None:
+            return [_trim(r, want) for r in self.rows if test is None or test(r)]
+        got = self.stored(where, params, want)
+        if test is not None:
+            got = [r for r in got if test(r)]
+        got.extend(_trim(r, want) for r in self.extra if test is None or test(r))
+        return self.walk_order(got)
+
+    def stored(self, where: str, params: Sequence[Any], want: Sequence[str]) -> List[Row]:
+        cols = ", ".join(c if c not in ("cells", "doc", "facts") or c in want else "NULL" for c in _ROW.split(", "))
+        join = " LEFT JOIN docs USING (path)" if "doc" in want or "facts" in want else ""
+        p = self.prefix
+        return [Row(p + a, b, c, d, e, f, h, g or "", i, j) for a, b, c, d, e, f, g, h, i, j in self.conn.execute(
+            "SELECT %s FROM files%s%s" % (cols, join, " WHERE " + where if where else ""), params)]
+
+    def lookup(self, attr: str, value: Optional[str], want: Sequence[str]) -> List[Row]:
+        if self.rows is None:
+            column = {"run_id": "run_id", "parent": "parent", "group": "grp"}[attr]
+            return self.find(column + " IS ?", (value,), lambda r: getattr(r, attr) == value, want)
+        by = self.by.get(attr)
+        if by is None:
+            by = self.by[attr] = {}
+            for r in self.rows:
+                by.setdefault(getattr(r, attr), []).append(r)
+        return [_trim(r, want) for r in by.get(value, ())]
+
+    def walk_order(self, rows: List[Row]) -> List[Row]:
+        order, sep, cut = self.order, os.sep, len(self.prefix)
+
+        def key(r: Row) -> Tuple[int, str]:
+            rel = r.path[cut:]
+            return order.get(rel[:max(rel.rfind(sep), 0)], -1), rel
+        rows.sort(key=key)
+        return rows
+
+    def count(self) -> int:
+        if self.rows is not None:
+            return len(self.rows)
+        return self.conn.execute("SELECT count(*) FROM files").fetchone()[0] + len(self.extra)
+
+    def packages(self, keys: Optional[Iterable[str]]) -> Dict[str, Dict[str, str]]:
+        import json
+
+        out = dict(self.sets) if keys is None else {k: self.sets[k] for k in keys if k in self.sets}
+        if self.conn is not None:
+            wanted = None if keys is None else set(keys)
+            for key, text in self.conn.execute("SELECT pkgkey, packages FROM pkgsets"):
+                if (wanted is None or key in wanted) and key not in out:
+                    out[key] = json.loads(text)
+        return out
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def _trim(row: Row, want: Sequence[str]) -> Row:
+    """A copy of ``row`` without what ``want`` leaves out (rows are shared by the finds of one source)."""
+    return Row(row.path, row.run_id, row.gen, row.group, row.parent, row.error,
+               row._doc if "doc" in want else None, row.cells if "cells" in want else "",
+               row._facts if "facts" in want else None, row.pkgkey, row.cacheable)
 
 
 class _Bypass(Exception):
     pass
 
 
-def _scan(root: str, linked: Set[str], want: Sequence[str], out: Listing) -> None:
+def _scan(root: str, linked: Set[str], want: Sequence[str]) -> _Part:
+    part = _Part(os.path.join(root, ""))
+    part.rows = []
     for path in index.walk_root(root, linked):
         row, pkgs = read_row(path, facts="facts" in want)
-        out.rows.append(row)
+        part.rows.append(row)
         if pkgs is not None:
-            out.packages[row.pkgkey] = pkgs  # type: ignore[index]
+            part.sets[row.pkgkey] = pkgs  # type: ignore[index]
+    return part
 
 
 def db_path(directory: str, root: str) -> str:
@@ -104,35 +343,65 @@ def db_path(directory: str, root: str) -> str:
                         .hexdigest()[:32] + ".sqlite")
 
 
-def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], out: Listing,
-             progress: Optional[Callable[[int, int], None]]) -> None:
+def walk(root: str, linked: Set[str]) -> Walked:
+    """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
+    packed keys (None: the file vanished or cannot be stat'ed)."""
+    prefix = os.path.join(root, "")
+    return [(d[len(prefix):] if d != root else "", names, keys)
+            for d, names, keys in index.walk_dirs(root, linked, key=_KEY.pack) if names]
+
+
+def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
+    """One directory's stored manifests: their names, then each one's packed size, mtime_ns, inode."""
+    return "\0".join(names).encode("utf-8", "surrogateescape") + b"\0\0" + b"".join(keys)
+
+
+def _unsign(sig: Optional[bytes]) -> Dict[str, bytes]:
+    if not sig:
+        return {}
+    cut = sig.index(b"\0\0") if sig[:2] != b"\0\0" else 0
+    names = sig[:cut].decode("utf-8", "surrogateescape").split("\0") if cut else []
+    keys = sig[cut + 2:]
+    size = _KEY.size
+    return {n: keys[i * size:(i + 1) * size] for i, n in enumerate(names)}
+
+
+def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
+    """The digest of a tree's directory signatures, in walk order."""
+    h = hashlib.sha256()
+    for rel, sig in sigs:
+        name = rel.encode("utf-8", "surrogateescape")
+        h.update(b"%d:%d:" % (len(name), len(sig)))
+        h.update(name)
+        h.update(sig)
+    return h.digest()
+
+
+def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], warnings: List[str],
+             progress: Optional[Callable[[int, int], None]]) -> _Part:
     path = db_path(directory, root)
     why = _untrusted(directory, path)
     if why:
         raise _Bypass("run index %s: %s; listing without it" % (path, why))
+    walked = walk(root, linked)
     for attempt in (1, 2):
         try:
             conn = _connect(path)
         except (Broken, sqlite3.DatabaseError) as exc:
             if attempt == 2:
                 raise _Bypass("run index %s: %s; listing without it" % (path, _why(exc))) from None
-            out.warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
+            warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
             _remove(path)
             continue
         try:
-            rows, packages = _refresh(conn, root, set(linked), want, progress, out.warnings)
+            return _refresh(conn, root, walked, want, progress, warnings)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if "locked" in str(exc) or attempt == 2:
                 raise _Bypass("run index %s: %s; listing without it" % (path, _why(exc))) from None
-            out.warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
+            warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
             _remove(path)
-            continue
-        conn.close()
-        linked.update(rows[1])
-        out.rows.extend(rows[0])
-        out.packages.update(packages)
-        return
+    raise AssertionError("unreachable")
 
 
 def _why(exc: BaseException) -> str:
@@ -198,7 +467,7 @@ def _connect(path: str) -> sqlite3.Connection:
             raise Broken("cannot use write-ahead logging")
         conn.execute("PRAGMA synchronous = NORMAL")
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if names != {"files", "pkgsets"}:
+        if names != _TABLES or conn.execute("SELECT count(*) FROM state").fetchone()[0] != 1:
             raise Broken("not a relaxrepro run index")
     except BaseException:
         conn.close()
@@ -206,83 +475,178 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _refresh(conn: sqlite3.Connection, root: str, linked: Set[str], want: Sequence[str],
-             progress: Optional[Callable[[int, int], None]], warnings: List[str]
-             ) -> Tuple[Tuple[List[Row], Set[str]], Dict[str, Dict[str, str]]]:
-    """Bring the index of ``root`` up to date with the tree and return its rows in walk order."""
+def _stored(walked: Walked, uncached: Set[str], base: Optional[List[Tuple[str, bytes]]] = None
+            ) -> List[Tuple[str, bytes]]:
+    """The directory signatures a database that holds this walk has (files in ``uncached`` left out);
+    ``base``: those with nothing left out, to take the directories without such files from."""
+    out = []
+    odd = {p[:max(p.rfind(os.sep), 0)] for p in uncached}
+    if base is not None:
+        if not odd:
+            return base
+        keep = dict(base)
+    for rel, names, keys in walked:
+        if base is not None and rel not in odd:
+            if rel in keep:
+                out.append((rel, keep[rel]))
+            continue
+        if rel in odd:
+            pairs = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
+            names, keys = [n for n, _ in pairs], [k for _, k in pairs]  # type: ignore[misc]
+        elif None in keys:
+            names, keys = [n for n, k in zip(names, keys) if k is not None], [k for k in keys if k is not None]
+        if names:
+            out.append((rel, signature(names, keys)))  # type: ignore[arg-type]
+    return out
+
+
+def _join(rel: str, name: str) -> str:
+    return rel + os.sep + name if rel else name
+
+
+def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
+             progress: Optional[Callable[[int, int], None]], warnings: List[str]) -> _Part:
+    """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
+    its rows hold when they must be kept in memory, see :func:`listing`)."""
+    part = _Part(os.path.join(root, ""))
+    part.order = {rel: i for i, (rel, _, _) in enumerate(walked)}
+    sigs = _stored(walked, set())
+    digest = tree_digest(sigs)
+    conn.execute("BEGIN")
+    tree, gen = conn.execute("SELECT tree, gen FROM state").fetchone()
+    if tree == digest and not any(None in keys for _, _, keys in walked):  # this snapshot is the tree
+        part.conn, part.digest = conn, digest
+        return part
+    stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
+    conn.execute("COMMIT")
+    extra, fresh, expected, written = _update(conn, part.prefix, walked, sigs, stored, gen, progress, warnings)
+    conn.execute("BEGIN")
+    if written and conn.execute("SELECT tree FROM state").fetchone()[0] == expected:
+        part.conn, part.extra = conn, extra
+        part.digest = expected if not extra else None
+        return part
+    # Another process wrote in between, or we could not: check directory by directory, in one snapshot.
+    part.conn = conn
+    stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
+    want = _stored(walked, {r.path[len(part.prefix):] for r in extra})
+    good = {rel for rel, sig in want if stored.get(rel) == sig}
+    rows = {}
+    for row in part.stored("", (), want):
+        rel = row.path[len(part.prefix):]
+        if rel[:max(rel.rfind(os.sep), 0)] in good:
+            rows[rel] = row
+    part.sets = part.packages(None)
+    part.close()
+    part.rows = []
+    for rel, names, _ in walked:
+        for name in names:
+            path = _join(rel, name)
+            row = rows.get(path) or fresh.get(path)
+            if row is None:
+                row, pkgs = read_row(part.prefix + path, facts="facts" in want)
+                if pkgs is not None:
+                    part.sets[row.pkgkey] = pkgs  # type: ignore[index]
+            part.rows.append(_trim(row, want))
+    return part
+
+
+def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
+            stored: Dict[str, bytes], gen: int, progress: Optional[Callable[[int, int], None]],
+            warnings: List[str]) -> Tuple[List[Row], Dict[str, Row], bytes, bool]:
+    """Re-read what differs from ``stored`` (the directory signatures at generation ``gen``) and write it,
+    a directory at a time. Returns (rows not stored, the same by path, the digest of what the database
+    now holds, whether that digest was stored)."""
     import json
 
-    prefix = os.path.join(root, "")
-    select = ", ".join(c if c in ("path", "size", "mtime_ns", "ino", "run_id", "gen", "grp", "parent", "error")
-                       or c in want or (c == "pkgkey" and "facts" in want) else "NULL"
-                       for c in _COLUMNS.split(", "))
-    known = {r[0]: r for r in conn.execute("SELECT %s FROM files" % select)}
-    slots: List[Any] = []
-    todo: List[Tuple[int, str, Optional[Tuple[int, int, int]]]] = []
-    seen: Set[str] = set()
-    for path in index.walk_root(root, linked):
-        rel = path[len(prefix):]
-        seen.add(rel)
-        try:
-            st = os.stat(path)
-            key: Optional[Tuple[int, int, int]] = (st.st_size, st.st_mtime_ns, st.st_ino)
-        except OSError:
-            key = None
-        k = known.get(rel)
-        if key is not None and k is not None and k[1:4] == key:
-            slots.append(Row(path, k[4], k[5], k[6], k[7], k[8], k[10], k[9] or "", k[11], k[12]))
-        else:
-            todo.append((len(slots), rel, key))  # the key, not the stat_result: 100,000 of those are 20 MB
-            slots.append(None)
-    gone = [rel for rel in known if rel not in seen]
-    del known
+    plan = []  # (rel, names kept or read, old signature, todo)
+    todo_count = 0
+    sig_of = dict(sigs)
+    for rel, names, keys in walked:
+        if rel in sig_of and stored.get(rel) == sig_of[rel] and None not in keys:
+            continue
+        old = _unsign(stored.get(rel))
+        todo = [(n, k) for n, k in zip(names, keys) if k is None or old.get(n) != k]
+        plan.append((rel, names, keys, stored.get(rel), todo))
+        todo_count += len(todo)
+    walked_dirs = {rel for rel, _, _ in walked}
+    dropped = [(rel, sig) for rel, sig in stored.items() if rel not in walked_dirs]
     now = time.time_ns() if hasattr(time, "time_ns") else int(time.time() * 1e9)
-    fresh: Dict[str, Dict[str, str]] = {}
-    pending: List[Tuple[Any, ...]] = []
+    fresh: Dict[str, Row] = {}
+    uncached: Set[str] = set()
+    state = {"gen": gen, "ok": True, "writable": True}
+    pending: List[Tuple[str, Optional[bytes], Optional[bytes], List[str], List[Tuple[Any, ...]]]] = []
     sets: List[Tuple[str, str]] = []
-    writable = [True]
-    for done, (i, rel, st) in enumerate(todo, 1):
-        row, pkgs = read_row(prefix + rel, facts=True)
-        if pkgs is not None and row.pkgkey not in fresh:
-            fresh[row.pkgkey] = pkgs  # type: ignore[index]
-            sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-        if st is not None and row.cacheable and now - st[1] > RACY_NS:
-            pending.append((rel,) + st + (row.run_id, row.gen, row.group, row.parent, row.error, row.cells,
-                                          row._doc, row._facts, row.pkgkey))
-        if "facts" not in want:
-            row._facts = None
-        if "doc" not in want:
-            row._doc = None
-        if "cells" not in want:
-            row.cells = ""
-        slots[i] = row
-        if len(pending) >= CHUNK:
-            _write(conn, pending, sets, [], writable, warnings)
-        if progress is not None and (done % 500 == 0 or done == len(todo)):
-            progress(done, len(todo))
-    if pending or gone:
-        _write(conn, pending, sets, gone, writable, warnings)
-    packages: Dict[str, Dict[str, str]] = {}
-    if "facts" in want:
-        keys = {r.pkgkey for r in slots if r.pkgkey} - set(fresh)
-        for key, text in conn.execute("SELECT pkgkey, packages FROM pkgsets"):
-            if key in keys:
-                packages[key] = json.loads(text)
-        packages.update(fresh)
-    return (slots, linked), packages
+    seen_sets: Set[str] = set()
+    done = 0
+    rows_pending = 0
+    for rel, names, keys, old_sig, todo in plan:
+        new_rows = []
+        for name, key in todo:
+            path = _join(rel, name)
+            row, pkgs = read_row(prefix + path, facts=True)
+            if pkgs is not None and row.pkgkey not in seen_sets:
+                seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
+                sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
+            if key is not None and row.cacheable and now - _KEY.unpack(key)[1] > RACY_NS:
+                new_rows.append((path, row.run_id, row.gen, row.group, row.parent, row.error, row.cells, row._doc,
+                                 row._facts, row.pkgkey))
+            else:
+                uncached.add(path)
+                fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
+            done += 1
+            if progress is not None and (done % 500 == 0 or done == todo_count):
+                progress(done, todo_count)
+        keep = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
+        new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
+        kept = {n for n, _ in keep}
+        gone = [_join(rel, n) for n in _unsign(old_sig) if n not in kept]
+        if new_sig != old_sig or new_rows:
+            pending.append((rel, old_sig, new_sig, gone, new_rows))
+            rows_pending += len(new_rows) + 1
+        if rows_pending >= CHUNK:
+            _write(conn, pending, sets, None, state, warnings)
+            rows_pending = 0
+    for rel, sig in dropped:
+        pending.append((rel, sig, None, [_join(rel, n) for n in _unsign(sig)], []))
+    expected = tree_digest(_stored(walked, uncached, sigs))
+    extra = [fresh[p] for p in sorted(uncached)]
+    _write(conn, pending, sets, expected, state, warnings)
+    return extra, fresh, expected, state["ok"] and state["writable"]
 
 
-def _write(conn: sqlite3.Connection, rows: List[Tuple[Any, ...]], sets: List[Tuple[str, str]], gone: List[str],
-           writable: List[bool], warnings: List[str]) -> None:
-    """Store ``rows`` and package ``sets``, drop ``gone``, in one transaction; emptied after. A database
-    still locked after the busy timeout is left as it was: this listing is right without it."""
-    if writable[0]:
+def _write(conn: sqlite3.Connection, pending: List[Tuple[str, Optional[bytes], Optional[bytes], List[str],
+                                                        List[Tuple[Any, ...]]]],
+           sets: List[Tuple[str, str]], digest: Optional[bytes], state: Dict[str, Any], warnings: List[str]) -> None:
+    """Write ``pending`` directories (rows and signature together, each only when its stored signature is
+    still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
+    digest is stored when no other process wrote since we compared. Emptied after. A database still locked
+    after the busy timeout is left as it was: this listing is right without it."""
+    if state["writable"]:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany("DELETE FROM files WHERE path = ?", [(g,) for g in gone])
-                conn.executemany("INSERT OR REPLACE INTO files VALUES (%s)" % ", ".join("?" * 13), rows)
+                gen = conn.execute("SELECT gen FROM state").fetchone()[0]
+                if gen != state["gen"]:
+                    state["ok"] = False  # another writer: our digest of the tree may not be the database's
+                for rel, old_sig, new_sig, gone, rows in pending:
+                    got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (rel,)).fetchone()
+                    if (got[0] if got else None) != old_sig:
+                        state["ok"] = False
+                        continue
+                    for table in ("files", "docs"):
+                        conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in gone])
+                    conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                     [r[:7] + r[9:] for r in rows])
+                    conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)", [r[:1] + r[7:9] for r in rows])
+                    if new_sig is None:
+                        conn.execute("DELETE FROM dirs WHERE dir = ?", (rel,))
+                    else:
+                        conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (rel, new_sig))
                 conn.executemany("INSERT OR IGNORE INTO pkgsets VALUES (?, ?)", sets)
+                tree = digest if digest is not None and state["ok"] else None
+                if pending or tree is None or conn.execute("SELECT tree FROM state").fetchone()[0] != tree:
+                    state["gen"] = gen + 1
+                    conn.execute("UPDATE state SET tree = ?, gen = ?", (tree, state["gen"]))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -290,6 +654,6 @@ def _write(conn: sqlite3.Connection, rows: List[Tuple[Any, ...]], sets: List[Tup
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
-            writable[0] = False
+            state["writable"] = False
             warnings.append("run index busy (%s): not updated this time" % exc)
-    del rows[:], sets[:], gone[:]
+    del pending[:], sets[:]

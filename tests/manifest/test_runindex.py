@@ -62,12 +62,16 @@ def _db(tmp_path: Path) -> Path:
     return Path(runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs")))
 
 
+def _argv(command: str, args: tuple) -> tuple:
+    """``runs`` where each command takes its directories: after lineage's RUN, at the end for the others."""
+    return (command, args[0], "runs") + args[1:] if command == "lineage" else (command,) + args + ("runs",)
+
+
 def _same_both_ways(tmp_path: Path, *args: str, command: str = "ls") -> str:
-    extra = ("runs",) if command != "ls" else ()
-    a = run_cli(command, *args, *extra, *(("runs",) if command == "ls" else ()), env=_env(tmp_path), cwd=tmp_path)
-    b = run_cli(command, *args, *extra, *(("runs",) if command == "ls" else ()), "--no-index", env=_env(tmp_path),
-                cwd=tmp_path)
+    a = run_cli(*_argv(command, args), env=_env(tmp_path), cwd=tmp_path)
+    b = run_cli(*_argv(command, args), "--no-index", env=_env(tmp_path), cwd=tmp_path)
     assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+    assert a.returncode != 2, a.stderr  # a usage error is the same both ways, and proves nothing
     return a.stdout
 
 
@@ -338,3 +342,128 @@ def test_index_command_builds_and_reports(tmp_path):
     assert _db(tmp_path).is_file()
     res = run_cli("index", "nowhere", env=_env(tmp_path), cwd=tmp_path)
     assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: nowhere: no such file or directory\n")
+
+
+def _state(tmp_path: Path) -> tuple:
+    return sqlite3.connect(str(_db(tmp_path))).execute("SELECT tree, gen FROM state").fetchone()
+
+
+def test_an_unchanged_tree_is_answered_whole_and_any_change_is_still_seen(tmp_path):
+    # The fast path: the walk's digest equals the stored one, so no row is loaded and ls prints the
+    # answer it kept. Every kind of change must still show, one at a time.
+    runs = _tree(tmp_path)
+    first = _same_both_ways(tmp_path)
+    tree, gen = _state(tmp_path)
+    assert tree is not None
+    assert _same_both_ways(tmp_path) == first and _state(tmp_path) == (tree, gen)  # nothing written
+    # Asked a second time for this tree, the answer was kept; the third is that answer (altered here to
+    # show it is the one printed), never one kept for another tree.
+    conn = sqlite3.connect(str(_db(tmp_path)))
+    with conn:
+        assert conn.execute("UPDATE outputs SET body = CAST(replace(body, 'run00', 'runXX') AS BLOB) "
+                            "WHERE body IS NOT NULL").rowcount == 1
+    assert "runXX" in _ls(tmp_path).stdout
+    target = runs / "g0" / "manifest_run00.json"
+    _rewrite(target, b'"group": "g0"', b'"group": "gQ"', OLD + 5)  # same size, in place, new mtime
+    out = _same_both_ways(tmp_path)
+    assert "gQ" in out and "runXX" not in out and _state(tmp_path)[0] not in (None, tree)
+    _rewrite(target, b'"group": "gQ"', b'"group": "gR"', OLD + 5)  # same size and mtime: the key's limit
+    _age(target, OLD + 6)  # ... until a touch
+    assert "gR" in _same_both_ways(tmp_path)
+    assert _same_both_ways(tmp_path, "--json").count('"gR"') == 1
+
+
+def test_kept_answers_depend_on_the_options_and_the_working_directory(tmp_path):
+    _tree(tmp_path)
+    _same_both_ways(tmp_path)
+    sub = tmp_path / "sub"
+    (sub / "two" / "three").mkdir(parents=True)
+    env = _env(tmp_path)
+    for cwd in (tmp_path, sub, sub / "two" / "three", tmp_path):  # the last: paths shown as given
+        a = run_cli("ls", str(tmp_path / "runs"), env=env, cwd=cwd)
+        b = run_cli("ls", str(tmp_path / "runs"), "--no-index", env=env, cwd=cwd)
+        assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr)
+    assert "../runs/g0/manifest_run00.json" in run_cli("ls", "../runs", env=env, cwd=sub).stdout
+    assert _ids(_ls(tmp_path, "--where", "group=g1")) == ["run01", "run03", "run05"]
+    assert _ids(_ls(tmp_path, "--where", "group=g0")) == ["run00", "run02", "run04"]
+
+
+def test_two_manifests_of_one_run_are_ordered_by_the_walk_not_the_path(tmp_path):
+    # runs/a, runs/a/b, runs/a-c is the walk's order; by path a-c sorts before a/b. The first found is
+    # the one lineage follows, and ls breaks the tie the same way, with the index and without.
+    runs = tmp_path / "runs"
+    for sub, note in (("a-c", "second"), ("a/b", "first")):
+        _age(put(runs / sub, make_doc("twin", generated_at="2026-01-01T00:00:00Z", lineage={"note": note})))
+    _age(put(runs / "a", make_doc("kid", generated_at="2026-01-02T00:00:00Z",
+                                  lineage={"parent": {"run_id": "twin", "reason": "load"}})))
+    out = _same_both_ways(tmp_path)
+    assert out.index("a/b/manifest_twin.json") < out.index("a-c/manifest_twin.json")
+    _same_both_ways(tmp_path)
+    down = _same_both_ways(tmp_path, "twin", "--down", command="lineage")
+    assert down.splitlines()[0].endswith("runs/a/b/manifest_twin.json")
+    up = _same_both_ways(tmp_path, "kid", command="lineage")
+    assert "runs/a/b/manifest_twin.json" in up and "a-c" not in up
+
+
+@pytest.mark.parametrize("command, args", [("lineage", ("run03",)), ("lineage", ("run01", "--down")),
+                                           ("compare", ("--group", "g0"))])
+def test_lineage_and_compare_say_when_the_index_was_rebuilt_or_bypassed(tmp_path, command, args):
+    _tree(tmp_path)
+    expected = run_cli(*_argv(command, args), "--no-index", env=_env(tmp_path), cwd=tmp_path)
+    _ls(tmp_path)
+    db = _db(tmp_path)
+    db.write_bytes(os.urandom(8192))
+    for suffix in ("-wal", "-shm"):
+        Path(str(db) + suffix).unlink() if Path(str(db) + suffix).exists() else None
+    res = run_cli(*_argv(command, args), env=_env(tmp_path), cwd=tmp_path)
+    assert (res.returncode, res.stdout) == (expected.returncode, expected.stdout)
+    assert res.stderr.startswith("relaxrepro %s: warning: run index %s: " % (command, db))
+    assert res.stderr.splitlines()[0].endswith("; rebuilt")
+    assert res.stderr.splitlines()[1:] == expected.stderr.splitlines()
+    os.chmod(str(db), 0o666)
+    res = run_cli(*_argv(command, args), env=_env(tmp_path), cwd=tmp_path)
+    assert res.stdout == expected.stdout
+    assert res.stderr.splitlines()[0] == "relaxrepro %s: warning: run index %s: the database is writable by " \
+                                         "others; listing without it" % (command, db)
+
+
+_RACER = """
+import os, subprocess, sys, time
+sys.path.insert(0, %r)
+from relaxrepro.manifest import runindex, writer
+runs = sys.argv[1]
+raced = []
+
+def progress(done, total):
+    # Between this process's compare and its write, another one adds a run and updates the index.
+    if raced:
+        return
+    raced.append(1)
+    doc = {"schema_version": "1.0", "run_id": "late", "generated_at": "2026-02-01T00:00:00Z",
+           "command": {"argv": ["x"]}, "code": {}, "config": {}, "environment": {}, "hardware": {}, "runtime": {},
+           "training": {}, "collection": {"probes": {}}}
+    os.makedirs(os.path.join(runs, "late"))
+    path = os.path.join(runs, "late", "manifest_late.json")
+    with open(path, "wb") as fh:
+        fh.write(writer.serialize(doc))
+    os.utime(path, (time.time() - 3600, time.time() - 3600))
+    subprocess.run([sys.executable, "-m", "relaxrepro", "index", runs], check=True, capture_output=True)
+
+found = runindex.listing([runs], progress=progress)
+print(raced, found.warnings, sorted(r.run_id for r in found.rows))
+"""
+
+
+def test_a_write_by_another_process_between_compare_and_write_is_never_taken_for_ours(tmp_path):
+    runs = _tree(tmp_path)
+    _ls(tmp_path)
+    _rewrite(runs / "g0" / "manifest_run00.json", b'"group": "g0"', b'"group": "gW"', OLD + 7)
+    script = tmp_path / "racer.py"
+    script.write_text(_RACER % str(ROOT))
+    res = subprocess.run([sys.executable, str(script), str(runs)], env=_env(tmp_path), cwd=str(ROOT),
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    # What this process walked, read right: the run added after its walk is not in it, run00 is changed.
+    assert res.stdout == "[1] [] %s\n" % ["run%02d" % i for i in range(6)]
+    out = _same_both_ways(tmp_path)
+    assert "late" in out and "gW" in out
