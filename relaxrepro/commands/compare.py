@@ -54,7 +54,8 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
 def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
                   warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """``{group, runs: [{run_id, path, generated_at, note}], varying: {key: [value per run]}, compared,
-    unreadable: [...]}``; runs ordered by time. ``warnings``: where to add what the run index says."""
+    unreadable: [...], copies: [paths of identical copies of a run's manifest, counted once]}``; runs ordered
+    by time. ``warnings``: where to add what the run index says."""
     from ..manifest import runindex
     from ..manifest.reader import ManifestError, load_manifest
 
@@ -72,12 +73,20 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
     results: List[Any] = []
     # A file that cannot be read may be of the group: say so rather than compare without it in silence.
     unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
+    seen: Dict[Any, Dict[str, Any]] = {}
+    copies: List[str] = []
     for e in members:
         try:
             doc = load_manifest(e.path)
         except ManifestError as exc:
             unreadable.append("%s: %s" % (e.path, exc))
             continue
+        # A tracker's copy (TensorBoard's log dir, MLflow's local artifact store) is the same run again:
+        # counted twice it would skew the group's statistics and reproducibility.
+        if seen.get(doc.get("run_id")) == doc:
+            copies.append(e.path)
+            continue
+        seen[doc.get("run_id")] = doc
         runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
                      "note": index.lineage_of(doc).get("note")})
         flat.append(values(doc))
@@ -91,7 +100,7 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
                 len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
             varying[k] = column
     return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable),
-            "metrics": metric_stats(results), "reproducibility": reproducibility(results)}
+            "metrics": metric_stats(results), "reproducibility": reproducibility(results), "copies": copies}
 
 
 def metric_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -163,6 +172,8 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
     for i, r in enumerate(runs, 1):
         note = safe_format("  (%s)", r["note"]) if r.get("note") else ""
         lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], index.rel_path(r["path"], cwd)) + note)
+    for path in result.get("copies") or ():
+        lines.append(safe_format("  (a copy, counted once: %s)", index.rel_path(path, cwd)))
     text = "\n".join(lines) + "\n"
     if result["varying"]:
         rows = [["KEY"] + ["[%d]" % i for i in range(1, len(runs) + 1)]]

@@ -66,3 +66,19 @@ def test_weights_written_into_each_runs_own_directory_match_by_content(tmp_path)
             "outputs": {"runs/r%d/weights.pt" % i: {"kind": "file", "sha256": digest * 64, "size": 1}}}))
     assert compare_group("g", [str(tmp_path)])["reproducibility"]["outputs"] == {"runs": 3, "matching": 2,
                                                                                  "rate": 2 / 3}
+
+
+def test_a_trackers_copy_of_a_manifest_is_counted_once(tmp_path):
+    # TensorBoard's log dir (or MLflow's local artifact store) below the runs holds manifest_<run-id>.json again.
+    for i, auc in enumerate((0.9, 0.8)):
+        put(tmp_path / "runs", make_doc("r%d" % i, lineage={"group": "g"}, results={"metrics": {"auc": auc}}))
+    (tmp_path / "runs" / "tb").mkdir()
+    copy = tmp_path / "runs" / "tb" / "manifest_r0.json"
+    copy.write_bytes((tmp_path / "runs" / "manifest_r0.json").read_bytes())
+    result = compare_group("g", [str(tmp_path / "runs")])
+    assert [r["run_id"] for r in result["runs"]] == ["r0", "r1"]
+    assert result["metrics"]["auc"]["runs"] == 2 and result["copies"] == [str(copy)]
+    res = run_cli("compare", "--group", "g", "runs", cwd=tmp_path)
+    assert "  (a copy, counted once: runs/tb/manifest_r0.json)" in res.stdout.splitlines()
+    copy.write_text(copy.read_text().replace('"g"', '"g" ', 1))  # same JSON, other bytes: still the same run
+    assert compare_group("g", [str(tmp_path / "runs")])["copies"] == [str(copy)]
