@@ -231,21 +231,8 @@ def run(args: argparse.Namespace) -> int:
     if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
         return EXIT_USAGE  # a manifest file named, and it cannot be read: one line, as check says it
     warnings: List[str] = []
-    if args.down:
-        down = descendants(args.run, dirs, use_index=not args.no_index, warnings=warnings)
-        for w in warnings:
-            say("relaxrepro lineage: warning: %s", w)
-        for line in down["unreadable"]:
-            say("relaxrepro lineage: warning: unreadable: %s", line)
-        if args.json:
-            sys.stdout.write(json.dumps(down, indent=1, sort_keys=True) + "\n")
-        else:
-            sys.stdout.write(render_descendants(down))
-        if down["error"]:
-            say("relaxrepro lineage: error: %s", down["error"])
-            return EXIT_FAIL
-        return EXIT_OK
-    result = ancestry(args.run, dirs, use_index=not args.no_index, warnings=warnings)
+    find, render = (descendants, render_descendants) if args.down else (ancestry, render_ancestry)
+    result = find(args.run, dirs, use_index=not args.no_index, warnings=warnings)
     for w in warnings:
         say("relaxrepro lineage: warning: %s", w)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
@@ -253,10 +240,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
     else:
-        sys.stdout.write(render_ancestry(result))
+        sys.stdout.write(render(result))
     if result["error"]:
         say("relaxrepro lineage: error: %s", result["error"])
         return EXIT_FAIL
+    if args.down:
+        return EXIT_OK
     if result["missing"]:
         say("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there",
             result["missing"], ", ".join(dirs))
