@@ -59,6 +59,7 @@ COMMANDS = {
     "restore": lambda p, tmp: ["restore", p, "--into", str(tmp / "out")],
     "report": lambda p, tmp: ["report", p, "-o", str(tmp / "out")],
     "report-against": lambda p, tmp: ["report", str(tmp / "good.json"), "--against", p, "-o", str(tmp / "out")],
+    "attach": lambda p, tmp: ["attach", p, "--tensorboard", str(tmp)],
 }
 
 
