@@ -497,8 +497,7 @@ def current_manifest() -> Optional[Manifest]:
 def trace(step: Any, loss: Any = None, **scalars: Any) -> None:
     """:meth:`Manifest.trace` on :func:`current_manifest`; without one, only the stop at
     ``$RELAXREPRO_MAX_STEPS`` (every rank of a quick replay stops at the same step)."""
-    stack = _active.__dict__.get("stack")
-    m = stack[-1].manifest if stack else _last
+    m = current_manifest()
     if m is not None:
         m.trace(step, loss, **scalars)
     elif should_stop(step):

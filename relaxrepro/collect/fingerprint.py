@@ -81,6 +81,11 @@ class Scan(Record):
     def full_path(self, entry: Entry) -> str:
         return self.real if not entry.rel else self.real + "/" + entry.rel
 
+    def not_read(self) -> Optional[str]:
+        """Why the content was not read in full (the unreadable and vanished paths, five named), or None."""
+        problems = sorted(set(self.unreadable)) + ["%s (vanished)" % v for v in sorted(set(self.vanished))]
+        return "could not read %d path(s): %s" % (len(problems), ", ".join(problems[:5])) if problems else None
+
 
 def _reason(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:

@@ -41,9 +41,8 @@ def run_command(paths: List[str], *, as_json: bool, env: Mapping[str, str], cwd:
                 full = full_digest(s, cache, hash_missing=True)
                 record.update({"files": len(s.files), "bytes": s.total_bytes, "sha256": full.sha256,
                                "reused": full.reused, "hashed": full.hashed})
-                problems = sorted(set(s.unreadable)) + ["%s (vanished)" % v for v in sorted(set(s.vanished))]
-                if problems:
-                    record["error"] = "could not read %d path(s): %s" % (len(problems), ", ".join(problems[:5]))
+                if s.not_read():
+                    record["error"] = s.not_read()
             else:
                 record["error"] = s.error
             if record.get("error"):

@@ -189,8 +189,10 @@ def stop_run(step: Any) -> None:
     writes outcome ok, the trace and results, as at any clean exit."""
     import logging
 
-    logging.getLogger("relaxrepro").warning("relaxrepro: stopping after step %s (RELAXREPRO_MAX_STEPS=%s)",
-                                            step, os.environ.get("RELAXREPRO_MAX_STEPS"))
+    from .trace import MAX_STEPS_ENV
+
+    logging.getLogger("relaxrepro").warning("relaxrepro: stopping after step %s (%s=%s)",
+                                            step, MAX_STEPS_ENV, os.environ.get(MAX_STEPS_ENV))
     raise SystemExit(0)
 
 

@@ -109,9 +109,7 @@ def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str
             if full.sha256:
                 entry["sha256"] = full.sha256.split(":", 1)[-1]
             else:
-                problems = sorted(set(s.unreadable)) + ["%s (vanished)" % v for v in sorted(set(s.vanished))]
-                entry["error"] = "could not read %d path(s): %s" % (len(problems), ", ".join(problems[:5])) \
-                    if problems else "not fully read"
+                entry["error"] = s.not_read() or "not fully read"
                 warnings.append("output %s: %s" % (key, entry["error"]))
             out[key] = entry
     finally:
