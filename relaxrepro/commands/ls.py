@@ -62,15 +62,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:
-    import hashlib
     import json
 
     from .._version import __version__
     from ..manifest import runindex
+    from ..std.sha import sha256_hex
 
     what = [runindex.VERSION, __version__, sys.version, os.getcwd(), roots, bool(args.json), list(args.where),
             args.same_as, args.since, args.until]
-    return hashlib.sha256(json.dumps(what).encode("utf-8", "surrogateescape")).hexdigest()
+    return sha256_hex(json.dumps(what).encode("utf-8", "surrogateescape"))
 
 
 def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[Any], since: Any, until: Any,

@@ -13,13 +13,13 @@ ever written inside ``<style>`` or ``<script>``, and the Content-Security-Policy
 from __future__ import annotations
 
 import base64
-import hashlib
 import html
 import re
 
 from .._version import __version__
 from ..manifest.fields import MISSING, get, python_version, section
 from ..manifest.index import gpu_cell, outcome_text, short
+from ..std.sha import sha256
 from ..std.text import safe_text, shell_quote
 
 TYPE_CHECKING = False
@@ -76,7 +76,7 @@ r.setAttribute('data-report','ok');if(s)s.textContent='scripts: ok (click a colu
 
 
 def _sha(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return base64.b64encode(sha256(text.encode("utf-8")).digest()).decode("ascii")
 
 
 CSP = ("default-src 'none'; style-src 'sha256-%s'; script-src 'sha256-%s'; img-src data:; base-uri 'none'; "

@@ -26,7 +26,6 @@ re-check, never a stale row.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import stat
@@ -34,6 +33,7 @@ import struct
 import time
 
 from ..std.cache import cache_dir
+from ..std.sha import sha256, sha256_hex
 from . import index
 from .runrow import Row, read_row
 
@@ -201,7 +201,7 @@ class Source:
         digests = [p.digest for p in self.parts]
         if not digests or any(d is None for d in digests):
             return None
-        return hashlib.sha256(b"".join(digests)).hexdigest()  # type: ignore[arg-type]
+        return sha256_hex(b"".join(digests))  # type: ignore[arg-type]
 
     def recall(self, key: str) -> Optional[Tuple[str, bytes]]:
         """(meta, body) kept under ``key`` for this very tree, or None."""
@@ -339,7 +339,7 @@ def _scan(root: str, linked: Set[str], want: Sequence[str]) -> _Part:
 
 
 def db_path(directory: str, root: str) -> str:
-    return os.path.join(directory, hashlib.sha256(os.path.realpath(root).encode("utf-8", "surrogateescape"))
+    return os.path.join(directory, sha256(os.path.realpath(root).encode("utf-8", "surrogateescape"))
                         .hexdigest()[:32] + ".sqlite")
 
 
@@ -368,7 +368,7 @@ def _unsign(sig: Optional[bytes]) -> Dict[str, bytes]:
 
 def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
     """The digest of a tree's directory signatures, in walk order."""
-    h = hashlib.sha256()
+    h = sha256()
     for rel, sig in sigs:
         name = rel.encode("utf-8", "surrogateescape")
         h.update(b"%d:%d:" % (len(name), len(sig)))

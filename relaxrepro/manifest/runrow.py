@@ -8,9 +8,9 @@ why ``--no-index`` and the index print the same. Query facts are pulled from the
 
 from __future__ import annotations
 
-import hashlib
 import json
 
+from ..std.sha import sha256_hex
 from . import index
 from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
 from .model import READ_LIMIT_BYTES
@@ -124,7 +124,7 @@ def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
     """A digest of a package set (its normalised names and versions): runs share a few hundred sets."""
     if pkgs is None:
         return None
-    return hashlib.sha256(json.dumps(pkgs, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:32]
+    return sha256_hex(json.dumps(pkgs, sort_keys=True, separators=(",", ":")).encode())[:32]
 
 
 def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str, str]]]:
@@ -203,4 +203,4 @@ def _same_key(code: Dict[str, Any], config: Optional[str], pkgkey: Optional[str]
                 return None
         parts.append([name, repo["commit"], patch])
     text = json.dumps([parts, config, pkgkey], separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return sha256_hex(text.encode())[:32]
