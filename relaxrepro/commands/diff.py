@@ -305,14 +305,6 @@ def _patch_digest(patch: Any) -> Optional[str]:
     return None
 
 
-def _files(value: Any) -> List[str]:
-    if isinstance(value, dict):
-        value = value.get("files")
-    if not isinstance(value, list):
-        return []
-    return [str(f.get("path") if isinstance(f, dict) else f) for f in value]
-
-
 def _diff_patch(a: Any, b: Any) -> Optional[Change]:
     da, db = _patch_digest(a), _patch_digest(b)
     # A patch not taken in full (git diff timed out, too big) proves nothing by its digest: two such
@@ -320,7 +312,7 @@ def _diff_patch(a: Any, b: Any) -> Optional[Change]:
     why = fields.patch_incomplete(a) or fields.patch_incomplete(b)
     if da == db and not why:
         return None
-    fa, fb = _files(a), _files(b)
+    fa, fb = fields.untracked_files(a), fields.untracked_files(b)
     kind = "added" if da is None and not why else "removed" if db is None and not why else "changed"
     extra = {
         "files": sorted(set(fa) | set(fb)),
@@ -336,11 +328,11 @@ def _diff_patch(a: Any, b: Any) -> Optional[Change]:
 def _diff_untracked(a: Any, b: Any) -> Optional[Change]:
     def count(u: Any) -> Any:
         if isinstance(u, dict):
-            return u.get("count", len(_files(u)))
+            return u.get("count", len(fields.untracked_files(u)))
         return u if isinstance(u, int) else MISSING
 
     ca, cb = count(a), count(b)
-    fa, fb = _files(a), _files(b)
+    fa, fb = fields.untracked_files(a), fields.untracked_files(b)
     if ca == cb and fa == fb:
         return None
     kind = "added" if ca is MISSING else "removed" if cb is MISSING else "changed"

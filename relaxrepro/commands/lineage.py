@@ -20,9 +20,6 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     import argparse
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-LINEAGE_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
-
-
 def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
                 warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """The runs descended from ``run`` (a run id or a manifest path), as a tree.

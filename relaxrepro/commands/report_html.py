@@ -17,8 +17,9 @@ import html
 import re
 
 from .._version import __version__
-from ..manifest.fields import MISSING, get, python_version, section
+from ..manifest.fields import MISSING, get, python_version, section, untracked_files
 from ..manifest.index import gpu_cell, outcome_text, short
+from ..manifest.index import trackers as index_trackers
 from ..std.sha import sha256
 from ..std.text import safe_text, shell_quote
 
@@ -93,11 +94,6 @@ def esc(value: Any, limit: Optional[int] = None) -> str:
     if isinstance(value, bool):
         value = "true" if value else "false"
     return html.escape(safe_text(value, limit), quote=True)
-
-
-def esc_lines(text: str) -> str:
-    """Multi-line text (a patch): its line breaks kept, every other control shown as an escape."""
-    return "\n".join(esc(line) for line in text.split("\n"))
 
 
 _URL = re.compile(r"^https?://[^\s<>\"'`\\]+$", re.IGNORECASE)
@@ -298,9 +294,7 @@ def _val(doc: Any, *paths: str) -> Any:
 def trackers(doc: Any) -> str:
     """``lineage.trackers`` as links where the tool has a web page (W&B; MLflow with an http server)."""
     out = []
-    for t in get(doc, "lineage.trackers", None) or []:
-        if not isinstance(t, dict):
-            continue
+    for t in index_trackers(doc):
         tool, run = t.get("tool"), t.get("run")
         if tool == "wandb" and isinstance(run, str) and re.match(r"^[\w.-]+/[\w.-]+/[\w.-]+$", run):
             entity, project, rid = run.split("/")
@@ -360,8 +354,9 @@ def summary_rows(doc: Any) -> List[Tuple[str, str]]:
     seeds = section(doc, "seeds")
     if "bit_reproducible" in seeds:
         rows.append(("bit-reproducible", esc("yes" if seeds["bit_reproducible"] is True else "no")))
-    if trackers(doc):
-        rows.append(("trackers", trackers(doc)))
+    links = trackers(doc)
+    if links:
+        rows.append(("trackers", links))
     metrics = _metrics(doc)
     if metrics:
         rows.append(("metrics", esc(", ".join("%s=%s" % (k, v) for k, v in sorted(metrics.items())), 600)))
@@ -397,10 +392,9 @@ def _code_block(doc: Any) -> str:
         remotes = repo.get("remotes")
         if isinstance(remotes, dict) and remotes:
             rows.append(("remotes", "<br>".join("%s %s" % (esc(k), link(v)) for k, v in sorted(remotes.items()))))
-        untracked = repo.get("untracked")
-        files = untracked.get("files") if isinstance(untracked, dict) else untracked
-        if isinstance(files, list) and files:
-            rows.append(("untracked", esc(", ".join(str(f) for f in files[:20]) + (" ..." if len(files) > 20 else ""))))
+        files = untracked_files(repo.get("untracked"))
+        if files:
+            rows.append(("untracked", esc(", ".join(files[:20]) + (" ..." if len(files) > 20 else ""))))
         patch = repo.get("patch")
         text = patch.get("text") if isinstance(patch, dict) else patch if isinstance(patch, str) else None
         if isinstance(text, str) and text:

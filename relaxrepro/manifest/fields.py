@@ -252,6 +252,15 @@ def patch_incomplete(patch: Any) -> Optional[str]:
     return "%s: %s" % (reason, why) if reason and not why.startswith(reason) else why
 
 
+def untracked_files(value: Any) -> List[str]:
+    """The paths of a repo's ``untracked`` record: ``{files: [{path, size} | path, ...]}`` or a bare list."""
+    if isinstance(value, dict):
+        value = value.get("files")
+    if not isinstance(value, list):
+        return []
+    return [str(f.get("path") if isinstance(f, dict) else f) for f in value]
+
+
 def patch_digest(patch: Any) -> Optional[str]:
     """A recorded patch's comparable digest (``sha256``); None when there is none or it is incomplete."""
     if not isinstance(patch, dict) or patch_incomplete(patch):

@@ -92,3 +92,11 @@ def test_chart_plots_numbers_and_says_when_there_is_none():
 
 def test_non_finite_metrics_are_not_numbers():
     assert [H.number(v) for v in ("NaN", "Infinity", "-Infinity", "0.5", True, None)] == [None] * 3 + [0.5, None, None]
+
+
+def test_untracked_files_are_shown_by_path():
+    # git records untracked files as {path, size}: the page shows their paths, never a dict's repr.
+    doc = {"schema_version": "1.3", "run_id": "r", "code": {"repo": {"commit": "a" * 40, "dirty": True, "untracked": {
+        "count": 2, "files": [{"path": "notes.txt", "size": 3}, {"path": "data/<x>.csv", "size": 9}]}}}}
+    text = H._code_block(doc)
+    assert "notes.txt, data/&lt;x&gt;.csv" in text and "size" not in text
