@@ -124,7 +124,7 @@ def _by_time(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = "") -> str:
     """One run: its full card, ``check``'s verdicts when asked, its ancestry and descendants under ``roots``."""
-    from .lineage import ancestry
+    from .lineage import ancestry, descendants
 
     result = ancestry(path, list(roots))
     chain = [c for c in result["chain"] if c.get("run_id") is not None]
@@ -134,23 +134,20 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
     rid = str(doc.get("run_id"))
     if nodes:
         nodes[-1]["sub"] = "this run"
-    if roots:  # descendants: runs whose parent chain reaches this one
-        children: Dict[str, List[str]] = {}
-        for e in index.scan(roots, ("schema_version", "run_id", "lineage")):
-            if e.error is None and e.run_id and index.parent_id(e.doc):
-                children.setdefault(str(index.parent_id(e.doc)), []).append(e.run_id)
-        level, seen, base = [rid], {n["id"] for n in nodes}, len(nodes) - 1
+    if roots:  # descendants: runs whose parent chain reaches this one, level by level
+        seen = {n["id"] for n in nodes}
+        level, depth = list((descendants(rid, list(roots))["root"] or {}).get("children", ())), len(nodes)
+        parent_of = {c["run_id"]: rid for c in level}
         while level and len(nodes) < 300:
-            base += 1
             nxt = []
-            for p in level:
-                for c in sorted(children.get(p, ())):
-                    if c not in seen:
-                        seen.add(c)
-                        nodes.append({"id": c, "depth": base, "sub": "descendant", "bad": False})
-                        edges.append((p, c, "parent"))
-                        nxt.append(c)
-            level = nxt
+            for c in sorted(level, key=lambda c: str(c["run_id"])):
+                if c["run_id"] not in seen:
+                    seen.add(c["run_id"])
+                    nodes.append({"id": c["run_id"], "depth": depth, "sub": "descendant", "bad": False})
+                    edges.append((parent_of[c["run_id"]], c["run_id"], "parent"))
+                    parent_of.update((k["run_id"], c["run_id"]) for k in c["children"])
+                    nxt.extend(c["children"])
+            level, depth = nxt, depth + 1
     steps = "".join("<li>%s &rarr; %s (%s): %s</li>" % (H.esc(s["from"]), H.esc(s["to"]), H.esc(s["reason"]),
                                                           H.esc(s["summary"])) for s in result["steps"])
     lineage = '<section id="lineage"><h2>Lineage</h2>%s%s</section>\n' % (

@@ -55,6 +55,15 @@ def test_one_manifest_is_a_run_page_with_its_lineage(tmp_path):
     assert '<span class="timeout">timeout</span></td><td data-v="4.0">4.0</td><td>nvidia-smi did not answer' in page
 
 
+def test_a_run_page_draws_its_descendants_below_it(tmp_path):
+    tree = sweep_tree(tmp_path / "runs")
+    put(tree / "next", make_doc("20260110_000000_eeeeeee", lineage={"parent": {"run_id": C, "found": True}}))
+    page = report(tmp_path, str(tree / "base" / ("manifest_%s.json" % A)), str(tree))
+    for rid in (B, C, D, "20260110_000000_eeeeeee"):
+        assert 'data-run="%s"' % rid in page
+    assert page.count("descendant") >= 4
+
+
 def test_a_run_id_is_found_under_the_directories_and_the_default_name_is_its_id(tmp_path, capsys):
     tree = sweep_tree(tmp_path / "runs")
     os.chdir(tmp_path)
