@@ -56,9 +56,11 @@ def _read(path: str) -> Dict[str, Any]:
 
 
 def _find(run_id: str, roots: Sequence[str]) -> str:
-    for e in index.scan(roots, ("schema_version", "run_id")):
-        if e.error is None and e.run_id == run_id:
-            return e.path
+    from ..manifest.runindex import find_run
+
+    path = find_run(run_id, roots)
+    if path is not None:
+        return path
     raise _Refused("run %s not found under %s (give a manifest file or a directory holding it)"
                    % (run_id, ", ".join(roots)))
 

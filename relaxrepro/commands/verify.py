@@ -426,14 +426,10 @@ def resolve(given: str, roots: List[str]) -> str:
     else ``given`` itself, for the reader to say why it cannot be read."""
     if os.path.exists(given):
         return given
-    from ..manifest import index
     from ..manifest.model import valid_run_id
+    from ..manifest.runindex import find_run
 
-    if valid_run_id(given):
-        for e in index.scan(roots, ("run_id",)):
-            if e.error is None and e.run_id == given:
-                return e.path
-    return given
+    return (find_run(given, roots) if valid_run_id(given) else None) or given
 
 
 def run(args: argparse.Namespace) -> int:

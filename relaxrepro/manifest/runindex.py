@@ -129,6 +129,15 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
     return src
 
 
+def find_run(run_id: str, roots: Sequence[str]) -> Optional[str]:
+    """The path of a manifest of run ``run_id`` below ``roots`` (the first in walk order), or None."""
+    src = open_roots(roots)
+    try:
+        return next((r.path for r in src.lookup("run_id", run_id)), None)
+    finally:
+        src.close()
+
+
 class Source:
     """What :func:`open_roots` found, root by root: each part answers from the database (a snapshot that
     matches the tree, plus the rows of files not stored) or from rows in memory."""
