@@ -127,10 +127,11 @@ def log_dir(writer: Any) -> str:
 
 def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> None:
     """Add ``found`` to ``doc["lineage"]["trackers"]`` (each run once, entries passed through ``redactor``)."""
+    from ..manifest import index
+
     if not found:
         return
-    lineage = doc.get("lineage") if isinstance(doc.get("lineage"), dict) else {}
-    kept = [e for e in lineage.get("trackers") or [] if isinstance(e, dict)]
+    lineage, kept = index.lineage_of(doc), index.trackers(doc)
     for a in found:
         entry = redactor.value(dict(a.entry))
         if entry not in kept:
@@ -158,23 +159,21 @@ def summary(doc: Mapping[str, Any], redactor: Any) -> Dict[str, Any]:
     """The small record a tracker shows beside its own: run id, each repo's commit and dirty flag, the
     package digest, GPUs, CUDA, NCCL, the bit-reproducible verdict and, once known, the outcome."""
     from ..manifest import index
+    from ..manifest.fields import get
 
-    hardware = doc.get("hardware") if isinstance(doc.get("hardware"), dict) else {}
-    seeds = doc.get("seeds") if isinstance(doc.get("seeds"), dict) else {}
-    environment = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
-    outcome = doc.get("outcome") if isinstance(doc.get("outcome"), dict) else {}
+    doc = dict(doc)  # a Mapping given: the readers below take a dict
     out: Dict[str, Any] = {
         "run_id": doc.get("run_id"),
         "manifest": "manifest_%s.json" % doc.get("run_id"),
-        "code": {r["name"]: {"commit": r["commit"], "dirty": r["dirty"]} for r in index.repos(dict(doc))},
-        "packages_digest": environment.get("packages_digest"),
-        "gpus": index.gpu_cell(dict(doc)),
-        "cuda": hardware.get("cuda_version"),
-        "nccl": hardware.get("nccl_version"),
-        "bit_reproducible": seeds.get("bit_reproducible"),
+        "code": {r["name"]: {"commit": r["commit"], "dirty": r["dirty"]} for r in index.repos(doc)},
+        "packages_digest": get(doc, "environment.packages_digest", None),
+        "gpus": index.gpu_cell(doc),
+        "cuda": get(doc, "hardware.cuda_version", None),
+        "nccl": get(doc, "hardware.nccl_version", None),
+        "bit_reproducible": get(doc, "seeds.bit_reproducible", None),
     }
-    if outcome.get("status"):
-        out["outcome"] = index.outcome_text(dict(doc))
+    if get(doc, "outcome.status", None):
+        out["outcome"] = index.outcome_text(doc)
     return redactor.value(out)
 
 
