@@ -35,9 +35,11 @@ def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
             warnings.extend(src.warnings)
         unreadable = sorted("%s: %s" % (r.path, r.error) for r in src.lookup("run_id", None))
         start = None
-        if os.path.isfile(run):
+        if os.path.isfile(run):  # this file, however it is spelled (./runs/x.json), else its run id's first
             rid = read_row(run)[0].run_id
-            start = next((r for r in src.lookup("run_id", rid) if r.path == run), None) if rid else None
+            rows = src.lookup("run_id", rid) if rid else []
+            real = os.path.realpath(run)
+            start = next((r for r in rows if os.path.realpath(r.path) == real), None) or next(iter(rows), None)
         start = start or next(iter(src.lookup("run_id", run)), None)
         if start is None:
             return {"root": None, "error": "run %s not found under %s" % (run, ", ".join(roots)),

@@ -335,6 +335,15 @@ def test_lineage_down_draws_the_descendants(tmp_path):
     assert (res.returncode, res.stderr) == (1, "relaxrepro lineage: error: run nope not found under runs\n")
 
 
+def test_lineage_down_of_a_manifest_file_however_its_path_is_spelled(tmp_path):
+    _tree(tmp_path)
+    for given in ("runs/g1/manifest_run03.json", "./runs/g1/manifest_run03.json",
+                  str(tmp_path / "runs" / "g1" / "manifest_run03.json")):
+        res = run_cli("lineage", given, "runs", "--down", env=_env(tmp_path), cwd=tmp_path)
+        assert res.returncode == 0, (given, res.stderr)
+        assert res.stdout.splitlines()[0] == "run03  2026-01-04 10:00  runs/g1/manifest_run03.json"
+
+
 def test_index_command_builds_and_reports(tmp_path):
     _tree(tmp_path)
     res = run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path)
