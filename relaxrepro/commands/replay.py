@@ -219,7 +219,7 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
     interpreter ``argv`` resolved it to, which the environment section records), so that verify does not
     name the spelling as a cause and a replay of the replay runs alike."""
     from ..manifest import reader
-    from ..manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES, RUN_ID_ENV
+    from ..manifest.model import OUTPUT_DIR_ENV, RUN_ID_ENV
     from ..manifest.trace import MAX_STEPS_ENV
     from ..record import adopt, outcome
     from ..std import proc
@@ -261,8 +261,8 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
     if warning:
         say("relaxrepro: warning: %s", warning)
     try:
-        new = reader.parse_json(reader.read_bytes(mine, READ_LIMIT_BYTES).decode("utf-8"))
-    except (reader.ReadError, ValueError) as exc:
+        new = reader.read_manifest_file(mine)[0]  # read as the original was: checked and normalised alike
+    except reader.ManifestError as exc:
         say("relaxrepro rerun: cannot read the replay's manifest %s: %s", mine, exc)
         return EXIT_REFUSED
     for original in sorted(before):
