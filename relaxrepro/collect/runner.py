@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 
-from ..std.records import FrozenRecord, Record
+from ..std.records import Factory, FrozenRecord, Record
 from .context import Context
 
 TYPE_CHECKING = False
@@ -26,13 +26,9 @@ class Outcome(Record):
     the runner deep-merges them in registry order and warns on a clash.
     """
 
-    _fields = ("data", "status", "warnings")
-
-    def __init__(self, data: Optional[Dict[str, Any]] = None, status: str = "ok",
-                 warnings: Optional[List[str]] = None) -> None:
-        self.data: Dict[str, Any] = {} if data is None else data
-        self.status = status
-        self.warnings: List[str] = [] if warnings is None else warnings
+    data: Dict[str, Any] = Factory(dict)
+    status: str = "ok"
+    warnings: List[str] = Factory(list)
 
     def warn(self, message: str, *, status: Optional[str] = None) -> "Outcome":
         self.warnings.append(message)
@@ -46,19 +42,15 @@ class Outcome(Record):
 class Probe(FrozenRecord):
     """A named collector. The name is its key under ``collection.probes``."""
 
-    _fields = ("name", "collect")
-
-    def __init__(self, name: str, collect: Callable[[Context], Outcome]) -> None:
-        self._set(name=name, collect=collect)
+    name: str
+    collect: Callable[[Context], Outcome]
 
 
 class Deriver(FrozenRecord):
     """A pure step run after every probe, over the merged document (e.g. training topology)."""
 
-    _fields = ("name", "derive")
-
-    def __init__(self, name: str, derive: Callable[[Dict[str, Any], Context], Optional[Outcome]]) -> None:
-        self._set(name=name, derive=derive)
+    name: str
+    derive: Callable[[Dict[str, Any], Context], Optional[Outcome]]
 
 
 _stray_threads: List[threading.Thread] = []

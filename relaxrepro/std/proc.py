@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from .records import Record
+from .records import Factory, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -35,20 +35,15 @@ _GRACE_AFTER_KILL = 0.3
 class ProcResult(Record):
     """What one child process did. ``rc`` is None when it never started or was abandoned."""
 
-    _fields = ("argv", "rc", "stdout", "stderr", "seconds", "timed_out", "error", "truncated", "extra")
-
-    def __init__(self, argv: List[str], rc: Optional[int] = None, stdout: Union[str, bytes] = "", stderr: str = "",
-                 seconds: float = 0.0, timed_out: bool = False, error: Optional[str] = None, truncated: bool = False,
-                 extra: Optional[dict] = None) -> None:
-        self.argv = argv
-        self.rc = rc
-        self.stdout = stdout
-        self.stderr = stderr
-        self.seconds = seconds
-        self.timed_out = timed_out
-        self.error = error
-        self.truncated = truncated
-        self.extra: dict = {} if extra is None else extra
+    argv: List[str]
+    rc: Optional[int] = None
+    stdout: Union[str, bytes] = ""
+    stderr: str = ""
+    seconds: float = 0.0
+    timed_out: bool = False
+    error: Optional[str] = None
+    truncated: bool = False
+    extra: dict = Factory(dict)
 
     @property
     def ok(self) -> bool:
