@@ -18,11 +18,11 @@ import os
 import stat
 import time
 
-from ..std.records import Record
+from ..std.records import Factory, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 HEAD_TAIL = 4096
 """Bytes read from each end of every file by the quick fingerprint."""
@@ -56,19 +56,14 @@ class Scan(Record):
     """What :func:`scan` found. ``path``: the root as the caller named it; ``real``: its resolved absolute
     path, the cache key prefix; ``kind``: ``file``, ``tree`` or ``missing`` (then ``error`` says why)."""
 
-    _fields = ("path", "real", "kind", "entries", "unreadable", "vanished", "complete", "error")
-
-    def __init__(self, path: str, real: str = "", kind: str = "missing", entries: Optional[List[Entry]] = None,
-                 unreadable: Optional[List[str]] = None, vanished: Optional[List[str]] = None,
-                 complete: bool = True, error: Optional[str] = None) -> None:
-        self.path = path
-        self.real = real
-        self.kind = kind
-        self.entries: List[Entry] = [] if entries is None else entries
-        self.unreadable: List[str] = [] if unreadable is None else unreadable
-        self.vanished: List[str] = [] if vanished is None else vanished
-        self.complete = complete
-        self.error = error
+    path: str
+    real: str = ""
+    kind: str = "missing"
+    entries: List[Entry] = Factory(list)
+    unreadable: List[str] = Factory(list)
+    vanished: List[str] = Factory(list)
+    complete: bool = True
+    error: Optional[str] = None
 
     @property
     def files(self) -> List[Entry]:
@@ -85,6 +80,13 @@ class Scan(Record):
         """Why the content was not read in full (the unreadable and vanished paths, five named), or None."""
         problems = sorted(set(self.unreadable)) + ["%s (vanished)" % v for v in sorted(set(self.vanished))]
         return "could not read %d path(s): %s" % (len(problems), ", ".join(problems[:5])) if problems else None
+
+
+def _sha256(data: bytes = b"") -> Any:
+    """A new ``hashlib.sha256`` (streaming: ``std.sha`` is for small values)."""
+    import hashlib  # lazy: OpenSSL costs ~4 ms of every start, fingerprinted data or not
+
+    return hashlib.sha256(data)
 
 
 def _reason(exc: OSError) -> str:
@@ -196,9 +198,7 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
     Files not reached in time enter the digest as ``-`` and ``complete`` is false: the digest is still
     a faithful record of what was seen, but only complete digests compare across runs.
     """
-    import hashlib  # here, not at import: OpenSSL costs ~4 ms of every start, fingerprinted data or not
-
-    h = hashlib.sha256()
+    h = _sha256()
     complete = s.complete
     out_of_time = False
     for e in s.entries:
@@ -210,7 +210,7 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
             out_of_time = True
         if not out_of_time:
             try:
-                sample = hashlib.sha256(_head_tail(s.full_path(e), e.size)).hexdigest()
+                sample = _sha256(_head_tail(s.full_path(e), e.size)).hexdigest()
             except FileNotFoundError:
                 s.vanished.append(e.rel)
                 complete = False
@@ -227,9 +227,7 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
 
 def file_sha256(path: str) -> str:
     """sha256 of one file, streamed through a reused buffer (keeps pace with ``sha256sum``)."""
-    import hashlib
-
-    h = hashlib.sha256()
+    h = _sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
@@ -247,9 +245,7 @@ def merkle(s: Scan, digests: Mapping[str, str]) -> str:
         return "sha256:" + digests[""]
     lines = ["%s\0link\0%s\n" % (e.rel, e.target) if e.kind == "link" else "%s\0file\0%s\n" % (e.rel, digests[e.rel])
              for e in s.entries]
-    import hashlib
-
-    return "sha256:" + hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+    return "sha256:" + _sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def listing_digest(s: Scan) -> str:
@@ -260,23 +256,17 @@ def listing_digest(s: Scan) -> str:
     """
     lines = ["%s\0link\0%s\n" % (e.rel, e.target) if e.kind == "link"
              else "%s\0file\0%d\0%d\0%d\n" % (e.rel, e.size, e.mtime_ns, e.inode) for e in s.entries]
-    import hashlib
-
-    return hashlib.sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+    return _sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 class Full(Record):
     """A full digest, or why there is none: ``status`` is ``fresh`` (digest recorded), ``stale``,
     ``uncached``, ``incomplete`` or ``no-cache``."""
 
-    _fields = ("sha256", "status", "reused", "hashed")
-
-    def __init__(self, sha256: Optional[str] = None, status: str = "uncached", reused: int = 0,
-                 hashed: int = 0) -> None:
-        self.sha256 = sha256
-        self.status = status
-        self.reused = reused
-        self.hashed = hashed
+    sha256: Optional[str] = None
+    status: str = 'uncached'
+    reused: int = 0
+    hashed: int = 0
 
 
 def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Full:
@@ -354,7 +344,7 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
 def default_cache_path(env: Mapping[str, str]) -> Optional[str]:
     """``fingerprints.sqlite`` in relaxrepro's per-user directory (``$RELAXREPRO_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/relaxrepro``, else ``~/.cache/relaxrepro``)."""
-    from ..std.cache import base_dir
+    from ..std.cache import base_dir  # lazy: ~5 ms (json), only when a cache is read or written
 
     base = base_dir(env)
     return None if base is None else os.path.join(base, "fingerprints.sqlite")
@@ -386,7 +376,7 @@ class Cache:
         self.usable = True
         """False when the database exists but cannot be used (then ``warnings`` says why)."""
         try:
-            import sqlite3
+            import sqlite3  # lazy: ~4 ms, only with a cache; a minimal Python may lack it
         except ImportError:  # Python builds without _sqlite3 (some minimal containers)
             self.warnings.append("sqlite3 is not available in this Python: no fingerprint cache")
             self.usable = False
@@ -504,6 +494,6 @@ class Cache:
 
 
 def _uri_path(path: str) -> str:
-    from urllib.parse import quote
+    from urllib.parse import quote  # lazy: ~3 ms, only when the cache is opened read-only
 
     return quote(os.path.abspath(path))

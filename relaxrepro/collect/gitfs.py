@@ -42,16 +42,12 @@ class GitDir(Record):
     or a submodule whose data lives in ``.git/modules``).
     """
 
-    _fields = ("top", "gitdir", "common", "bare", "linked_worktree", "gitfile")
-
-    def __init__(self, top: str, gitdir: str, common: str, bare: bool = False, linked_worktree: bool = False,
-                 gitfile: bool = False) -> None:
-        self.top = top
-        self.gitdir = gitdir
-        self.common = common
-        self.bare = bare
-        self.linked_worktree = linked_worktree
-        self.gitfile = gitfile
+    top: str
+    gitdir: str
+    common: str
+    bare: bool = False
+    linked_worktree: bool = False
+    gitfile: bool = False
 
 
 def _read(path: str, limit: int = _MAX_FILE) -> Optional[str]:
@@ -162,15 +158,11 @@ class Head(Record):
     """What HEAD says. ``unborn``: it names a branch with no commit yet (an empty repository);
     ``reason``: why the commit could not be read, when it could not."""
 
-    _fields = ("commit", "branch", "detached", "unborn", "reason")
-
-    def __init__(self, commit: Optional[str] = None, branch: Optional[str] = None, detached: bool = False,
-                 unborn: bool = False, reason: Optional[str] = None) -> None:
-        self.commit = commit
-        self.branch = branch
-        self.detached = detached
-        self.unborn = unborn
-        self.reason = reason
+    commit: Optional[str] = None
+    branch: Optional[str] = None
+    detached: bool = False
+    unborn: bool = False
+    reason: Optional[str] = None
 
 
 def read_head(gd: GitDir) -> Head:

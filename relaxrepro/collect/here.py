@@ -8,6 +8,11 @@ import os
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
 from ..manifest.redact import redact_document
+from ..std import proc
+from . import gitfs, registry, runner
+from .assemble import build
+from .context import Context
+from .probes.git import git_argv, git_env
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -49,29 +54,22 @@ def repo_paths(rec: Mapping[str, Any], overrides: Mapping[str, str], env: Mappin
 def _cwd_repo(rec: Mapping[str, Any], home: Optional[str]) -> Optional[str]:
     """The top of the git repo holding the recorded working directory here (a relative one, Relax's
     ``"."``, is relative to where we run), or None."""
-    from .gitfs import find_toplevel
-
     cwd = fields.resolve_home(get(rec, "command.cwd", None), home)
     if not cwd:
         return None
     try:
-        return find_toplevel(os.path.abspath(os.path.expanduser(cwd)))
+        return gitfs.find_toplevel(os.path.abspath(os.path.expanduser(cwd)))
     except (OSError, ValueError):
         return None
 
 
 def _has_commit(top: str, commit: str, env: Mapping[str, str]) -> bool:
     """Whether the repo at ``top`` holds ``commit``: its HEAD (read from the files), else ``git cat-file``."""
-    from . import gitfs
-
     gd = gitfs.locate(top)
     if gd is not None and gitfs.read_head(gd).commit == commit:
         return True
     if not gitfs.is_sha(commit):  # never an option or a revision expression on git's command line
         return False
-    from ..std import proc
-    from .probes.git import git_argv, git_env
-
     res = proc.run(git_argv(top, "cat-file", "-e", commit + "^{commit}"), timeout=5.0, env=git_env(dict(env)))
     return res.ok
 
@@ -79,7 +77,7 @@ def _has_commit(top: str, commit: str, env: Mapping[str, str]) -> bool:
 def closest_interpreter(recorded: str, version: Optional[str], env: Mapping[str, str]) -> Optional[str]:
     """The nearest stand-in for a vanished interpreter: itself under this home (a recorded ``<HOME>``),
     then the same name on PATH, then pythonX.Y, pythonX, python."""
-    import shutil
+    import shutil  # lazy: ~3 ms (fnmatch, bz2, lzma), only for the stand-in rerun asks for
 
     here = fields.expand_home(recorded, env.get("HOME"))
     if here != recorded and os.path.isfile(here) and os.access(here, os.X_OK):
@@ -106,10 +104,6 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
 
     Returns (this machine's document with repos keyed by the recorded names, hints, notes).
     """
-    from . import registry, runner
-    from .assemble import build
-    from .context import Context
-
     home = env.get("HOME")
     paths, notes = repo_paths(rec, repos, env)
     argv = get(rec, "command.argv", None)

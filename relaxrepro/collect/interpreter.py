@@ -14,8 +14,9 @@ import os
 import re
 import sys
 
+from ..std import proc
 from ..std.files import read_regular
-from ..std.records import Record
+from ..std.records import Factory, Record
 from .context import Context
 
 TYPE_CHECKING = False
@@ -43,22 +44,15 @@ class Interpreter(Record):
     ``launcher`` (a shebang) or ``current``; ``launcher``: the launcher whose shebang named it
     (``torchrun``), when ``source == "launcher"``."""
 
-    _fields = ("executable", "version", "implementation", "prefix", "base_prefix", "sys_path", "source", "launcher",
-               "warnings")
-
-    def __init__(self, executable: str, version: Optional[str] = None, implementation: Optional[str] = None,
-                 prefix: Optional[str] = None, base_prefix: Optional[str] = None,
-                 sys_path: Optional[List[str]] = None, source: str = "current", launcher: Optional[str] = None,
-                 warnings: Optional[List[str]] = None) -> None:
-        self.executable = executable
-        self.version = version
-        self.implementation = implementation
-        self.prefix = prefix
-        self.base_prefix = base_prefix
-        self.sys_path: List[str] = [] if sys_path is None else sys_path
-        self.source = source
-        self.launcher = launcher
-        self.warnings: List[str] = [] if warnings is None else warnings
+    executable: str
+    version: Optional[str] = None
+    implementation: Optional[str] = None
+    prefix: Optional[str] = None
+    base_prefix: Optional[str] = None
+    sys_path: List[str] = Factory(list)
+    source: str = 'current'
+    launcher: Optional[str] = None
+    warnings: List[str] = Factory(list)
 
     @property
     def site_dirs(self) -> List[str]:
@@ -244,8 +238,6 @@ def describe(ctx: Context, executable: str, *, source: str) -> Interpreter:
         cur = _current()
         cur.executable, cur.source = os.path.abspath(executable), source
         return cur
-    from ..std import proc
-
     res = proc.run_python(executable, _SITE_CODE, timeout=min(ctx.budget(), 2.0), isolated=False,
                           env=ctx.env)
     interp = Interpreter(executable=executable, source=source)

@@ -12,7 +12,7 @@ import os
 import re
 
 from ..std.files import read_regular
-from ..std.records import Record
+from ..std.records import Factory, Record
 from ..std.sha import sha256_hex
 from . import gitfs
 
@@ -39,18 +39,13 @@ _LAUNCHER_MODULES = {
 class Found(Record):
     """One repository (or, without ``.git``, one source directory) and how it was reached."""
 
-    _fields = ("top", "name", "found_by", "explicit_name", "dist_name", "has_git", "given_path")
-
-    def __init__(self, top: str, name: str = "", found_by: Optional[List[str]] = None,
-                 explicit_name: Optional[str] = None, dist_name: Optional[str] = None, has_git: bool = True,
-                 given_path: Optional[str] = None) -> None:
-        self.top = top
-        self.name = name
-        self.found_by: List[str] = [] if found_by is None else found_by
-        self.explicit_name = explicit_name
-        self.dist_name = dist_name
-        self.has_git = has_git
-        self.given_path = given_path
+    top: str
+    name: str = ''
+    found_by: List[str] = Factory(list)
+    explicit_name: Optional[str] = None
+    dist_name: Optional[str] = None
+    has_git: bool = True
+    given_path: Optional[str] = None
 
 
 # -- the recorded command -----------------------------------------------------------------------

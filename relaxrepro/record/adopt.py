@@ -18,6 +18,7 @@ import os
 
 from ..manifest import reader, redact, writer
 from ..manifest.model import ADOPT_LIMIT_BYTES, RUN_ID_ENV
+from ..std.records import Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -36,13 +37,12 @@ trainer's ``sys.argv`` sees it."""
 LINEAGE_KEYS = ("parent", "group", "note")
 
 
-class Outer:
+class Outer(Record):
     """The manifest ``relaxrepro run`` wrote for this run: where it is, its run id, its content then."""
 
-    def __init__(self, path: str, run_id: str, doc: Dict[str, Any]) -> None:
-        self.path = path
-        self.run_id = run_id
-        self.doc = doc
+    path: str
+    run_id: str
+    doc: Dict[str, Any]
 
 
 def read(path: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import datetime as _dt
 import time
 
-from ..manifest import reader, writer
+from ..manifest import reader, redact, writer
 from ..manifest.model import READ_LIMIT_BYTES
+from ..std import proc
+from .results import merge
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -44,8 +46,6 @@ def from_exit(exc_type: Any, exc: Optional[BaseException], started: float) -> Di
 
 def from_process(rc: Optional[int], error: Optional[str], seconds: float) -> Dict[str, Any]:
     """The outcome of a child process: its exit code, the signal that killed it, or why it never ran."""
-    from ..std import proc
-
     out: Dict[str, Any] = {"ended_at": utc_now_iso(), "duration_s": round(max(seconds, 0.0), 3)}
     if rc is None:
         out.update(status="not_started", exit_code=127, error=error or "could not start")
@@ -80,15 +80,11 @@ def record(path: str, outcome: Optional[Dict[str, Any]], *, run_id: Optional[str
             return "could not add the outcome to %s: it is no longer a manifest" % path
         if run_id is not None and on_disk.get("run_id") != run_id:
             return "could not add the outcome to %s: it now holds run %s" % (path, on_disk.get("run_id"))
-        from ..manifest import redact
-
         if doc is not None and doc.get("run_id") == on_disk.get("run_id"):
             doc = redact.redact_document(dict(doc), redact.policy_of(doc))
         else:
             doc = on_disk
         if results:
-            from .results import merge
-
             merge(doc, **results)
             doc = redact.redact_document(doc, redact.policy_of(doc))
         if outcome is not None:

@@ -15,6 +15,9 @@ import json
 import math
 import os
 
+from ..collect.fingerprint import Cache, default_cache_path, full_digest, scan
+from ..manifest import reader
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
@@ -60,8 +63,6 @@ def metrics_section(metrics: Mapping[Any, Any]) -> Tuple[Dict[str, Any], List[st
 
 def read_metrics_file(path: str) -> Tuple[Dict[str, Any], Optional[str]]:
     """The metrics a trainer wrote as a JSON object at ``path``: (metrics, None) or ({}, why not)."""
-    from ..manifest import reader
-
     try:
         raw = reader.read_bytes(path, METRICS_FILE_LIMIT)
         doc = json.loads(raw.decode("utf-8"))  # json accepts NaN/Infinity here: a trainer's json.dump writes them
@@ -87,8 +88,6 @@ def shown_path(path: str, cwd: str) -> str:
 def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
     """``({shown path: entry}, warnings)`` for ``results.outputs``: each file or tree hashed in full,
     per-file digests read from and stored in the fingerprint cache."""
-    from ..collect.fingerprint import Cache, default_cache_path, full_digest, scan
-
     cache_path = default_cache_path(env)
     cache = Cache(cache_path, readonly=False) if cache_path else None
     warnings: List[str] = list(cache.warnings) if cache is not None else []

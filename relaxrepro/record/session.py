@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..manifest import writer
 from ..manifest.model import output_dir
 
 TYPE_CHECKING = False
@@ -63,8 +64,6 @@ def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optiona
     """Write ``doc`` (see :func:`relaxrepro.manifest.writer.write`) into ``directory`` or at ``path`` (whose
     folder is created with its parents) and follow the run id it was written under: a clash with an
     existing file takes a fresh one, and ``doc`` then says so too."""
-    from ..manifest import writer
-
     if path is not None:  # --output runs/42/manifest.json: its folder is made as --output-dir's is
         _make_dirs(os.path.dirname(os.path.abspath(path)))
     result = writer.write(doc, directory=directory, path=path, redactor=redactor,

@@ -19,6 +19,11 @@ from __future__ import annotations
 import os
 import re
 
+from ..manifest import index
+from ..manifest import writer as manifest_writer
+from ..manifest.fields import get
+from ..manifest.model import READ_LIMIT_BYTES
+from ..std.files import read_regular
 from ..std.records import Record
 
 TYPE_CHECKING = False
@@ -42,12 +47,9 @@ class Attachment(Record):
     """One tracker run: ``entry`` as ``lineage.trackers`` records it, ``handle`` what :func:`send` talks to
     (the W&B run, ``(run_id, tracking_uri)`` of MLflow with its credentials, the ``SummaryWriter``)."""
 
-    _fields = ("tool", "entry", "handle")
-
-    def __init__(self, tool: str, entry: Dict[str, Any], handle: Any) -> None:
-        self.tool = tool
-        self.entry = entry
-        self.handle = handle
+    tool: str
+    entry: Dict[str, Any]
+    handle: Any
 
 
 def enabled(flag: Optional[bool], env: Mapping[str, str]) -> bool:
@@ -127,8 +129,6 @@ def log_dir(writer: Any) -> str:
 
 def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> None:
     """Add ``found`` to ``doc["lineage"]["trackers"]`` (each run once, entries passed through ``redactor``)."""
-    from ..manifest import index
-
     if not found:
         return
     lineage, kept = index.lineage_of(doc), index.trackers(doc)
@@ -158,9 +158,6 @@ def scrub(text: str) -> str:
 def summary(doc: Mapping[str, Any], redactor: Any) -> Dict[str, Any]:
     """The small record a tracker shows beside its own: run id, each repo's commit and dirty flag, the
     package digest, GPUs, CUDA, NCCL, the bit-reproducible verdict and, once known, the outcome."""
-    from ..manifest import index
-    from ..manifest.fields import get
-
     doc = dict(doc)  # a Mapping given: the readers below take a dict
     out: Dict[str, Any] = {
         "run_id": doc.get("run_id"),
@@ -247,10 +244,6 @@ def send_mlflow(handle: Any, path: str, info: Dict[str, Any], modules: Mapping[s
 
 
 def send_tensorboard(writer: Any, path: str, info: Dict[str, Any], modules: Mapping[str, Any], final: bool) -> None:
-    from ..manifest import writer as manifest_writer
-    from ..manifest.model import READ_LIMIT_BYTES
-    from ..std.files import read_regular
-
     directory = log_dir(writer)
     copy = os.path.join(directory, os.path.basename(path))
     if not (os.path.exists(copy) and os.path.samefile(copy, path)):  # the log dir may be the output dir
