@@ -150,14 +150,15 @@ def test_stripped_sources_keep_every_line_and_compile():
         assert "#" not in out.split("\n")[-2:][0] or "'" in out or '"' in out
     sample = 'def f():\n    """Doc\n    more."""\n    return 1  # why\n'
     assert build.strip_source(sample) == 'def f():\n\t"""\n"""\n\treturn 1\n'
-    # What never runs goes too, lines kept: TYPE_CHECKING blocks and annotations (PEP 563 keeps them unevaluated).
+    # What never runs goes too, lines kept: TYPE_CHECKING blocks and annotations (PEP 563 keeps them unevaluated),
+    # except in a class body, where they declare a Record's fields.
     typed = "\n".join([
         "TYPE_CHECKING = False", "if TYPE_CHECKING:", "    from typing import List", "", "",
         "class C:", "    names: List[str]", "    size: int = 0", "",
         "    def f(self, x: int,", '          y: "List[str]" = ()', "          ) -> List[str]:",
-        '        text = "a:  b -> c"', "        return [text]", ""])
+        '        text: str = "a:  b -> c"', "        count: int", "        return [text]", ""])
     assert build.strip_source(typed) == "\n".join([
         "", "", "", "", "",
-        "class C:", "\tpass", "\tsize = 0", "",
+        "class C:", "\tnames: List[str]", "\tsize: int = 0", "",
         "\tdef f(self, x,", "\t\t  y = ()", "\t\t  ):",
-        '\t\ttext = "a:  b -> c"', "\t\treturn [text]", ""])
+        '\t\ttext = "a:  b -> c"', "\t\tpass", "\t\treturn [text]", ""])

@@ -119,9 +119,10 @@ def strip_source(src):
 
 def _drop_annotations(src):
     """Type annotations out (``def f(x: int) -> str`` becomes ``def f(x)``; ``x: T = v`` becomes ``x = v``; a
-    bare ``x: T`` becomes ``pass``), lines kept. Every module has ``from __future__ import annotations`` and
-    nothing reads ``__annotations__``, so they never run; the result must parse to the same tree as the
-    source with its annotations removed, or the source is kept as it was."""
+    bare ``x: T`` becomes ``pass``), lines kept. Every module has ``from __future__ import annotations``, so
+    they never run. A class body keeps its annotations: they declare a ``Record``'s fields (``std/records.py``
+    reads the class's ``__annotations__``). The result must parse to the same tree as the source with those
+    annotations removed, or the source is kept as it was."""
     import ast
 
     tree = ast.parse(src)
@@ -135,6 +136,11 @@ def _drop_annotations(src):
     def blank(start, end):
         return "\n" * src.count("\n", start, end)
 
+    def fields_of(module):
+        return {ast.dump(n) for c in ast.walk(module) if isinstance(c, ast.ClassDef) for n in c.body
+                if isinstance(n, ast.AnnAssign)}
+
+    fields = fields_of(tree)
     edits = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -150,7 +156,7 @@ def _drop_annotations(src):
                 while src[start - 1] in " \t":
                     start -= 1
                 edits.append((start, end, blank(start, end)))
-        elif isinstance(node, ast.AnnAssign):
+        elif isinstance(node, ast.AnnAssign) and ast.dump(node) not in fields:
             if node.value is None:
                 start, end = at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
                 edits.append((start, end, "pass" + blank(start, end)))
@@ -175,6 +181,8 @@ def _drop_annotations(src):
         visit_AsyncFunctionDef = visit_FunctionDef
 
         def visit_AnnAssign(self, node):
+            if ast.dump(node) in fields:
+                return node
             if node.value is None:
                 return ast.Pass()
             return ast.Assign(targets=[node.target], value=self.visit(node.value))
