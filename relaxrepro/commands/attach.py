@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
+from ._common import Exit, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -28,14 +28,14 @@ def run(args: argparse.Namespace) -> int:
     problem = _usage_problem(args, tool)
     if problem:
         say("relaxrepro attach: error: %s", problem)
-        return EXIT_USAGE
+        return Exit.USAGE
     doc, original = _read(args.manifest)
     if doc is None:
-        return EXIT_USAGE
+        return Exit.USAGE
     module = _library(tool)
     if module is None:
         say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
-        return EXIT_USAGE
+        return Exit.USAGE
     from ..manifest import redact, writer
     from ..record import trackers
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         say("relaxrepro attach: error: could not open the %s run: %s", trackers.NAMES[tool],
             trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
-        return EXIT_USAGE
+        return Exit.USAGE
     try:
         policy = redact.policy_of(doc)
         trackers.note(doc, [attachment], policy)
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             writer.rewrite(path, doc)
         except OSError as exc:
             say("relaxrepro attach: error: %s", writer.describe_os_error(exc, path))
-            return EXIT_FAIL
+            return Exit.FAIL
         warnings = trackers.send([attachment], path, trackers.summary(doc, policy),
                                  {_PACKAGES[tool][0]: module, tool: module}, final=True)
     finally:
@@ -65,11 +65,11 @@ def run(args: argparse.Namespace) -> int:
     if warnings:
         writer.replace_atomically(path, original)  # the manifest names no run that does not hold it
         say("relaxrepro attach: error: %s; %s left as it was", "; ".join(warnings), path)
-        return EXIT_FAIL
+        return Exit.FAIL
     entry = attachment.entry
     say("relaxrepro attach: %s attached to %s %s", os.path.basename(path), _WHAT[tool],
         entry.get("run") or entry.get("run_id") or entry.get("log_dir"), out=sys.stdout)
-    return EXIT_OK
+    return Exit.OK
 
 
 def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:
