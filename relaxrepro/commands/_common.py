@@ -31,7 +31,7 @@ class Exit(IntEnum):
 def verify_exit(result: Mapping[str, Any]) -> Exit:
     """The exit status of a verdict of :func:`relaxrepro.analyze.verify.verify` (``verify``, ``rerun --quick``):
     OK reproduced, FAIL diverged, USAGE nothing to verify."""
-    from ..analyze.verify import DIVERGED, REPRODUCED  # lazy: ~1 ms (json, math); cli imports this module first
+    from ..analyze.verify import DIVERGED, REPRODUCED  # lazy: ~6 ms; cli imports _common first
 
     return {REPRODUCED: Exit.OK, DIVERGED: Exit.FAIL}.get(result.get("verdict"), Exit.USAGE)
 
@@ -59,7 +59,7 @@ def read_or_report(verb: str, path: str, stderr: Any = None) -> Optional[Tuple[D
     The light reader (plain dicts): it pulls in neither the assembler nor the writer, so ``diff``
     starts fast on a laptop.
     """
-    from ..manifest.reader import ManifestError, read_manifest_file
+    from ..manifest.reader import ManifestError, read_manifest_file  # lazy: ~4 ms; cli imports _common for --version
 
     try:
         return read_manifest_file(path)

@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
 def node_report(args: RunOptions, env: dict, command: List[str]) -> int:
     """``generate --node-report``: this node's fragment ``node_<name>.json``."""
-    # lazy: ~20 ms (node fragments) on top of the probes, which recording imports only on rank 0 too
+    # lazy, these four: ~20 ms (node fragments) on top of the probes, which recording also imports only when
+    # it records
     from ..collect import assemble, node
     from ..collect.context import Context
     from ..manifest.nodes import fragment_filename

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import sys
 
+from ..manifest import nodes, writer
+from ..manifest.model import valid_run_id
+from ..manifest.reader import ManifestError, load_manifest
 from ._common import Exit, say
 
 TYPE_CHECKING = False
@@ -13,10 +16,6 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..manifest import nodes, writer
-    from ..manifest.model import valid_run_id
-    from ..manifest.reader import ManifestError, load_manifest
-
     def fail(template: str, *values: object) -> int:
         say("relaxrepro merge: error: " + template, *values)
         return Exit.USAGE

@@ -19,7 +19,7 @@ from ..manifest import fields
 from ..manifest.fields import scalar, section
 from ..std import proc
 from ..std.files import read_regular
-from ..std.records import Record
+from ..std.records import Factory, Record
 from ..std.text import safe_text
 from ._common import Exit, pairs, read_with_notes, say
 
@@ -52,16 +52,12 @@ class Refused(RestoreError):
 
 
 class Source(Record):
-    _fields = ("name", "source", "commit", "patch", "submodules", "notes")
-
-    def __init__(self, name: str, source: str, commit: str, patch: Optional[bytes],
-                 submodules: Optional[List[Dict[str, str]]] = None, notes: Optional[List[str]] = None) -> None:
-        self.name = name
-        self.source = source
-        self.commit = commit
-        self.patch = patch
-        self.submodules: List[Dict[str, str]] = [] if submodules is None else submodules
-        self.notes: List[str] = [] if notes is None else notes
+    name: str
+    source: str
+    commit: str
+    patch: Optional[bytes]
+    submodules: List[Dict[str, str]] = Factory(list)
+    notes: List[str] = Factory(list)
 
 
 def _git(*args: str, cwd: Optional[str] = None, stdin: Optional[bytes] = None,

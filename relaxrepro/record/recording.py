@@ -90,7 +90,8 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
         say("relaxrepro %s: error: %s", verb, problem)
         return Recorded(refused=True)
 
-    # lazy: ~50 ms (the probes, the context, the one door to the OS); a rank that writes nothing skips it
+    # lazy, these three: ~50 ms (the probes, the context, the one door to the OS); a rank that writes nothing
+    # skips them
     from ..collect import assemble
     from ..collect.context import Context
     from ..std import proc
