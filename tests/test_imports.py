@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from relaxrepro import cli
+from relaxrepro.analyze.check import Item, Report
 from relaxrepro.collect.context import which_on_path
 from relaxrepro.collect.runner import Outcome, Probe
-from relaxrepro.commands.check_rules import Item, Report
 from relaxrepro.manifest import writer
 from relaxrepro.std import sha as _sha
 from relaxrepro.std.lazy_re import LazyPattern

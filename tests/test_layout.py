@@ -32,7 +32,7 @@ import pytest
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "relaxrepro"
 
 TOP_LEVEL_MODULES = ("__init__", "__main__", "_version", "cli", "api")
-LAYER_PACKAGES = ("commands", "record", "collect", "manifest", "std")
+LAYER_PACKAGES = ("commands", "analyze", "record", "collect", "manifest", "std")
 IGNORED_DIRS = ("__pycache__",)
 
 _BELOW_COMMANDS = ("record", "collect", "manifest", "std")
@@ -41,7 +41,8 @@ ALLOWED: Dict[str, Tuple[str, ...]] = {
     "manifest": ("std",),
     "collect": ("manifest", "std"),
     "record": ("collect", "manifest", "std"),
-    "commands": _BELOW_COMMANDS,
+    "analyze": _BELOW_COMMANDS,
+    "commands": ("analyze",) + _BELOW_COMMANDS,
     "api": _BELOW_COMMANDS,
     "cli": ("commands",) + _BELOW_COMMANDS,
     "__main__": ("cli",),

@@ -4,21 +4,36 @@ one line why not, and the parsing of ``NAME=VALUE`` options and directory argume
 from __future__ import annotations
 
 import os
-import re
 import sys
+from enum import IntEnum  # free: re and argparse import enum before any command runs
 
 from ..std.text import safe_format
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-EXIT_OK = 0
-EXIT_FAIL = 1
-"""A failure: a check FAILed, a diff found differences, a probe failed under ``--strict``, nothing written."""
-EXIT_USAGE = 2
-"""A usage error, an unreadable input, a refused request (``rerun``, ``restore``, ``merge``)."""
-EXIT_REFUSED = EXIT_USAGE
+
+class Exit(IntEnum):
+    """The exit statuses of relaxrepro's own (``run`` and ``rerun --confirm`` pass their command's through)."""
+
+    OK = 0
+    FAIL = 1
+    """A failure: a check FAILed, a diff found differences, a probe failed under ``--strict``, nothing written."""
+    USAGE = 2
+    """A usage error, an unreadable input, a refused request (``rerun``, ``restore``, ``merge``)."""
+    REFUSED = 2
+    """An alias of USAGE: a request refused before anything ran."""
+    INTERRUPTED = 130
+    """Interrupted (Ctrl-C): 128 + SIGINT, as a shell reports it."""
+
+
+def verify_exit(result: Mapping[str, Any]) -> Exit:
+    """The exit status of a verdict of :func:`relaxrepro.analyze.verify.verify` (``verify``, ``rerun --quick``):
+    OK reproduced, FAIL diverged, USAGE nothing to verify."""
+    from ..analyze.verify import DIVERGED, REPRODUCED  # lazy: ~6 ms; cli imports _common first
+
+    return {REPRODUCED: Exit.OK, DIVERGED: Exit.FAIL}.get(result.get("verdict"), Exit.USAGE)
 
 
 def say(template: str, *values: Any, out: Any = None) -> None:
@@ -31,7 +46,7 @@ def say(template: str, *values: Any, out: Any = None) -> None:
 
 
 class UsageError(Exception):
-    """A bad option value found after argparse: one line on stderr and :data:`EXIT_USAGE`."""
+    """A bad option value found after argparse: one line on stderr and :attr:`Exit.USAGE`."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -44,7 +59,7 @@ def read_or_report(verb: str, path: str, stderr: Any = None) -> Optional[Tuple[D
     The light reader (plain dicts): it pulls in neither the assembler nor the writer, so ``diff``
     starts fast on a laptop.
     """
-    from ..manifest.reader import ManifestError, read_manifest_file
+    from ..manifest.reader import ManifestError, read_manifest_file  # lazy: ~4 ms; cli imports _common for --version
 
     try:
         return read_manifest_file(path)
@@ -74,24 +89,6 @@ def pairs(values: Sequence[str], flag: str) -> Dict[str, str]:
             raise UsageError("relaxrepro: error: %s %r: expected NAME=VALUE" % (flag, value))
         out[name] = rest
     return out
-
-
-_REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-def parse_repos(items: Sequence[str]) -> Tuple[Dict[str, str], Optional[str]]:
-    """``--repo NAME=PATH`` values -> ({name: path}, None) or ({}, the problem in one line)."""
-    repos: Dict[str, str] = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not path:
-            return {}, "--repo %r: expected NAME=PATH (e.g. --repo megatron=/opt/Megatron-LM)" % item
-        if not _REPO_NAME_RE.match(name):
-            return {}, "--repo %r: NAME may hold letters, digits, '.', '_' and '-' only" % item
-        if name in repos:
-            return {}, "--repo %r: NAME %s given twice" % (item, name)
-        repos[name] = path
-    return repos, None
 
 
 def dirs_or_cwd(dirs: Sequence[str]) -> List[str]:

@@ -8,10 +8,14 @@ as it was: it never names a run that does not hold it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
+from ..manifest import reader, redact, writer
+from ..manifest.model import READ_LIMIT_BYTES
+from ..record import trackers
+from ._common import Exit, read_or_report, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -28,23 +32,20 @@ def run(args: argparse.Namespace) -> int:
     problem = _usage_problem(args, tool)
     if problem:
         say("relaxrepro attach: error: %s", problem)
-        return EXIT_USAGE
+        return Exit.USAGE
     doc, original = _read(args.manifest)
     if doc is None:
-        return EXIT_USAGE
+        return Exit.USAGE
     module = _library(tool)
     if module is None:
         say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
-        return EXIT_USAGE
-    from ..manifest import redact, writer
-    from ..record import trackers
-
+        return Exit.USAGE
     try:
         attachment, close = _OPEN[tool](module, args)
     except Exception as exc:
         say("relaxrepro attach: error: could not open the %s run: %s", trackers.NAMES[tool],
             trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
-        return EXIT_USAGE
+        return Exit.USAGE
     try:
         policy = redact.policy_of(doc)
         trackers.note(doc, [attachment], policy)
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             writer.rewrite(path, doc)
         except OSError as exc:
             say("relaxrepro attach: error: %s", writer.describe_os_error(exc, path))
-            return EXIT_FAIL
+            return Exit.FAIL
         warnings = trackers.send([attachment], path, trackers.summary(doc, policy),
                                  {_PACKAGES[tool][0]: module, tool: module}, final=True)
     finally:
@@ -65,11 +66,11 @@ def run(args: argparse.Namespace) -> int:
     if warnings:
         writer.replace_atomically(path, original)  # the manifest names no run that does not hold it
         say("relaxrepro attach: error: %s; %s left as it was", "; ".join(warnings), path)
-        return EXIT_FAIL
+        return Exit.FAIL
     entry = attachment.entry
     say("relaxrepro attach: %s attached to %s %s", os.path.basename(path), _WHAT[tool],
         entry.get("run") or entry.get("run_id") or entry.get("log_dir"), out=sys.stdout)
-    return EXIT_OK
+    return Exit.OK
 
 
 def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:
@@ -88,10 +89,6 @@ def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:
 
 def _read(path: str) -> Tuple[Optional[Dict[str, Any]], bytes]:
     """The manifest as written (not normalised: it is written back) and its bytes; (None, b"") said on stderr."""
-    from ..manifest import reader
-    from ..manifest.model import READ_LIMIT_BYTES
-    from ._common import read_or_report
-
     if read_or_report("attach", path) is None:  # the reader's own checks and messages
         return None, b""
     raw = reader.read_bytes(path, READ_LIMIT_BYTES)
@@ -99,8 +96,6 @@ def _read(path: str) -> Tuple[Optional[Dict[str, Any]], bytes]:
 
 
 def _library(tool: str) -> Any:
-    import importlib
-
     for name in _PACKAGES[tool]:
         try:
             return importlib.import_module(name)
@@ -115,8 +110,6 @@ def _open_wandb(wandb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[],
     settings = wandb.Settings(disable_code=True, disable_git=True, x_disable_meta=True, x_disable_stats=True,
                               x_save_requirements=False, console="off")
     run = wandb.init(entity=entity, project=project, id=run_id, resume="must", settings=settings)
-    from ..record import trackers
-
     def close() -> None:
         run.finish()
         teardown = getattr(wandb, "teardown", None)
@@ -127,16 +120,12 @@ def _open_wandb(wandb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[],
 
 
 def _open_mlflow(mlflow: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
-    from ..record import trackers
-
     uri = args.tracking_uri or str(mlflow.get_tracking_uri())
     run = mlflow.MlflowClient(tracking_uri=uri).get_run(args.mlflow)  # an unknown run id fails here
     return trackers.mlflow_attachment(run, uri), lambda: None
 
 
 def _open_tensorboard(tb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
-    from ..record import trackers
-
     writer = tb.SummaryWriter(log_dir=args.tensorboard)
     entry = {"tool": "tensorboard", "log_dir": os.path.abspath(args.tensorboard)}
     return trackers.Attachment("tensorboard", entry, writer), writer.close

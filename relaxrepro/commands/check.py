@@ -2,7 +2,7 @@
 
 Two halves: :func:`relaxrepro.collect.here.collect_here` runs the registered probes once (as
 ``generate`` does), pointed at the recorded repos and the recorded command; the rules in
-:mod:`.check_rules` judge the two documents. Here: the whole command, and its rendering.
+:mod:`relaxrepro.analyze.check` judge the two documents. Here: the whole command, and its rendering.
 """
 
 from __future__ import annotations
@@ -11,22 +11,20 @@ import json
 import os
 import sys
 
+from ..analyze.check import FAIL, INFO, NOT_RECORDED, PASS, WARN, Report, judge
+from ..collect.here import collect_here
 from ..std.text import safe_text, use_color
-from ._common import EXIT_USAGE, pairs, read_or_report
-from .check_rules import FAIL, INFO, NOT_RECORDED, NOTHING, PASS, WARN, Report, cell, compare_documents
+from ._common import Exit, pairs, read_or_report
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Mapping, Optional
+    from typing import Mapping, Optional
 
 
-def evaluate(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[str, str]) -> Report:
-    """Collect here and judge: the whole of ``check`` without printing (``rerun --confirm`` uses it)."""
-    from ..collect.here import collect_here
-
-    here, hints, notes = collect_here(rec, repos=repos, env=env)
-    return Report(items=compare_documents(rec, here, hints), warnings=notes, run_id=cell(rec.get("run_id")))
+def exit_code(report: Report, strict: bool = False) -> Exit:
+    """FAIL when the run cannot be reproduced here (:meth:`~relaxrepro.analyze.check.Report.failed`), else OK."""
+    return Exit.FAIL if report.failed(strict) else Exit.OK
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -48,21 +46,8 @@ def render_table(report: Report, *, color: bool = False, strict: bool = False) -
         if r[4]:
             line += "  (%s)" % r[4]
         lines.append(line.rstrip())
-    lines.append(summary_line(report, strict=strict))
+    lines.append(report.summary_line(strict=strict))
     return "\n".join(lines) + "\n"
-
-
-def summary_line(report: Report, *, strict: bool = False) -> str:
-    counts = report.counts()
-    verdict = report.verdict
-    if verdict == NOTHING:
-        return "nothing to compare: the manifest records none of the items check judges (%d not recorded)" % (
-            counts[NOT_RECORDED])
-    meaning = {PASS: "compatible", WARN: "compatible, with warnings", FAIL: "not compatible"}[verdict]
-    if strict and verdict == WARN:
-        meaning = "fails under --strict"
-    return "%s (%s): %d FAIL, %d WARN, %d PASS, %d INFO, %d not recorded" % (
-        verdict, meaning, counts[FAIL], counts[WARN], counts[PASS], counts[INFO], counts[NOT_RECORDED])
 
 
 def render_json(report: Report, path: str, *, strict: bool = False) -> str:
@@ -70,7 +55,7 @@ def render_json(report: Report, path: str, *, strict: bool = False) -> str:
         "manifest": path,
         "run_id": report.run_id,
         "verdict": report.verdict,
-        "exit_code": report.exit_code(strict),
+        "exit_code": int(exit_code(report, strict)),
         "counts": report.counts(),
         "items": [i.as_dict() for i in report.items],
         "warnings": report.warnings,
@@ -85,9 +70,9 @@ def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, stric
     env = dict(os.environ if env is None else env)
     read = read_or_report("check", path)
     if read is None:
-        return EXIT_USAGE
+        return Exit.USAGE
     rec, warnings = read
-    report = evaluate(rec, repos=repos, env=env)
+    report = judge(rec, *collect_here(rec, repos=repos, env=env))
     report.warnings = warnings + report.warnings
     for w in report.warnings:
         sys.stderr.write("relaxrepro check: note: %s\n" % safe_text(w))
@@ -95,7 +80,7 @@ def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, stric
         sys.stdout.write(render_json(report, path, strict=strict))
     else:
         sys.stdout.write(render_table(report, color=use_color(sys.stdout, env), strict=strict))
-    return report.exit_code(strict)
+    return exit_code(report, strict)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,167 +1,21 @@
-"""A sweep side by side: the runs of one ``lineage.group`` and only what varies across them.
-
-What is compared: resolved arguments (``arg.*``), selected environment (``env.*``), installed
-packages (``pkg.*``) and code (``code.<repo>``: short commit, ``*`` when dirty, plus the patch
-digest so two dirty runs with different edits differ). Everything equal in all runs is left out.
-"""
+"""``relaxrepro compare --group NAME``: a sweep side by side, only what varies across its runs. The comparison is
+:func:`relaxrepro.analyze.compare.compare_group`'s; here, how it is shown."""
 
 from __future__ import annotations
 
 import json
 import sys
 
+from ..analyze.compare import compare_group
 from ..manifest import index
-from ..manifest.fields import patch_incomplete
-from ..manifest.flat import ARG_DEPTH, cell, flatten
+from ..manifest.flat import cell
 from ..std.text import safe_format
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
+from ._common import Exit, dirs_or_cwd, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Dict, List, Optional, Sequence
-
-GROUP_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
-
-
-_NOT_FULLY_RECORDED = " patch:not fully recorded"
-
-
-def values(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """The comparable values of one run, flat, keyed ``arg.lr``, ``env.NCCL_ALGO``, ``pkg.torch``, ``code.repo``."""
-    out: Dict[str, Any] = {}
-    config = doc.get("config") if isinstance(doc.get("config"), dict) else {}
-    env = doc.get("environment") if isinstance(doc.get("environment"), dict) else {}
-    for prefix, node in (("arg", config.get("resolved_args")), ("env", config.get("selected_env")),
-                         ("pkg", env.get("packages"))):
-        if isinstance(node, dict):
-            flat = flatten(node, max_depth=ARG_DEPTH)
-            out.update({"%s.%s" % (prefix, k): v for k, v in flat.items()})
-    code = doc.get("code")
-    if isinstance(code, dict):
-        for name, repo in code.items():
-            if isinstance(repo, dict):
-                cell = index.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
-                patch = repo.get("patch")
-                if repo.get("dirty") and patch_incomplete(patch):
-                    cell += _NOT_FULLY_RECORDED
-                elif repo.get("dirty") and isinstance(patch, dict) and isinstance(patch.get("sha256"), str):
-                    cell += " patch:" + patch["sha256"][:7]
-                out["code.%s" % name] = cell
-    return out
-
-
-def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
-                  warnings: Optional[List[str]] = None) -> Dict[str, Any]:
-    """``{group, runs: [{run_id, path, generated_at, note}], varying: {key: [value per run]}, compared,
-    unreadable: [...], copies: [paths of identical copies of a run's manifest, counted once]}``; runs ordered
-    by time. ``warnings``: where to add what the run index says."""
-    from ..manifest import runindex
-    from ..manifest.reader import ManifestError, load_manifest
-
-    src = runindex.open_roots(roots, use_index=use_index)
-    try:
-        if warnings is not None:
-            warnings.extend(src.warnings)
-        members = [e for e in src.lookup("group", group) if e.run_id is not None]
-        lost = src.lookup("run_id", None)
-    finally:
-        src.close()
-    members.sort(key=lambda e: (e.gen, e.run_id or ""))
-    runs: List[Dict[str, Any]] = []
-    flat: List[Dict[str, Any]] = []
-    results: List[Any] = []
-    # A file that cannot be read may be of the group: say so rather than compare without it in silence.
-    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
-    seen: Dict[Any, Dict[str, Any]] = {}
-    copies: List[str] = []
-    for e in members:
-        try:
-            doc = load_manifest(e.path)
-        except ManifestError as exc:
-            unreadable.append("%s: %s" % (e.path, exc))
-            continue
-        # A tracker's copy (TensorBoard's log dir, MLflow's local artifact store) is the same run again:
-        # counted twice it would skew the group's statistics and reproducibility.
-        if seen.get(doc.get("run_id")) == doc:
-            copies.append(e.path)
-            continue
-        seen[doc.get("run_id")] = doc
-        runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
-                     "note": index.lineage_of(doc).get("note")})
-        flat.append(values(doc))
-        results.append(doc.get("results") if isinstance(doc.get("results"), dict) else {})
-    keys = sorted(set().union(*flat)) if flat else []
-    varying = {}
-    for k in keys:
-        column = [f.get(k) for f in flat]
-        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same".
-        if any(v != column[0] for v in column[1:]) or (
-                len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
-            varying[k] = column
-    return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable),
-            "metrics": metric_stats(results), "reproducibility": reproducibility(results), "copies": copies}
-
-
-def metric_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """Per metric across the runs that recorded it: ``{runs, mean, std, min, max}`` over the finite values
-    (``std``: the sample standard deviation, 0 for one run), ``non_finite``: how many were NaN or infinite."""
-    import math
-
-    columns: Dict[str, List[float]] = {}
-    odd: Dict[str, int] = {}
-    for r in results:
-        metrics = r.get("metrics") if isinstance(r.get("metrics"), dict) else {}
-        for name, value in metrics.items():
-            try:
-                x = float(value)  # "NaN", "Infinity" read back as the contract says
-            except (TypeError, ValueError):
-                continue
-            if math.isfinite(x) and not isinstance(value, bool):
-                columns.setdefault(name, []).append(x)
-            else:
-                odd[name] = odd.get(name, 0) + 1
-    out: Dict[str, Dict[str, Any]] = {}
-    for name in sorted(set(columns) | set(odd)):
-        xs = columns.get(name, [])
-        entry: Dict[str, Any] = {"runs": len(xs) + odd.get(name, 0)}
-        if xs:
-            mean = math.fsum(xs) / len(xs)
-            std = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
-            entry.update(mean=mean, std=std, min=min(xs), max=max(xs))
-        if odd.get(name):
-            entry["non_finite"] = odd[name]
-        out[name] = entry
-    return out
-
-
-def reproducibility(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
-    """How alike the runs came out: ``outputs`` (the weight-hash match rate: runs whose output digests all
-    equal the most common set's, wherever each run wrote them) and ``trace`` (runs whose trace is
-    bit-identical to the most common one),
-    each ``{runs, matching, rate}`` over the runs that recorded it in full."""
-    outputs: List[str] = []
-    traces: List[str] = []
-    for r in results:
-        out = r.get("outputs")
-        if isinstance(out, dict) and out:
-            # By content alone: each run of a sweep writes its weights into its own directory, so the paths
-            # always differ (runs/a/weights.pt, runs/b/weights.pt) where the files may not.
-            digests = [e.get("sha256") if isinstance(e, dict) else None for e in out.values()]
-            if all(isinstance(d, str) for d in digests):  # a digest not taken in full matches nothing
-                outputs.append(json.dumps(sorted(digests)))
-        trace = r.get("trace")
-        if isinstance(trace, dict) and trace.get("steps"):
-            traces.append(json.dumps({k: trace.get(k) for k in ("steps", "names", "values", "last_step")},
-                                     sort_keys=True))
-    return {"outputs": _share(outputs), "trace": _share(traces)}
-
-
-def _share(keys: List[str]) -> Dict[str, Any]:
-    if not keys:
-        return {"runs": 0, "matching": 0, "rate": None}
-    top = max(keys.count(k) for k in set(keys))
-    return {"runs": len(keys), "matching": top, "rate": top / len(keys)}
+    from typing import Any, Dict, List
 
 
 def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
@@ -213,7 +67,7 @@ def _render_results(result: Dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     dirs = dirs_or_cwd(args.dirs)
     if report_missing(dirs, "compare"):
-        return EXIT_FAIL
+        return Exit.FAIL
     warnings: List[str] = []
     result = compare_group(args.group, dirs, use_index=not args.no_index, warnings=warnings)
     for w in warnings:
@@ -222,9 +76,9 @@ def run(args: argparse.Namespace) -> int:
         say("relaxrepro compare: warning: unreadable: %s", line)
     if not result["runs"]:
         say("relaxrepro compare: error: no runs in group '%s' under %s", args.group, ", ".join(dirs))
-        return EXIT_FAIL
+        return Exit.FAIL
     if args.json:
         sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
     else:
         sys.stdout.write(render(result))
-    return EXIT_OK
+    return Exit.OK

@@ -8,7 +8,7 @@ import sys
 
 from ..collect.context import safe_getcwd
 from ..collect.fingerprint import Cache, default_cache_path, full_digest, scan
-from ._common import EXIT_FAIL, EXIT_OK, say
+from ._common import Exit, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -60,4 +60,4 @@ def run_command(paths: List[str], *, as_json: bool, env: Mapping[str, str], cwd:
         for r in results:
             if r.get("sha256"):
                 say("%s  %d files  %d bytes  %s", r["sha256"], r["files"], r["bytes"], r["path"], out=sys.stdout)
-    return EXIT_FAIL if failed else EXIT_OK
+    return Exit.FAIL if failed else Exit.OK

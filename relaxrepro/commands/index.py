@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, progress_line, report_missing, say
+from ._common import Exit, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     missing = report_missing(dirs, "index")
     if cache_dir(os.environ) is None:
         say("relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE is set, or no HOME)")
-        return EXIT_FAIL
+        return Exit.FAIL
     for d in dirs:
         if not os.path.isdir(d):
             continue
@@ -29,4 +29,4 @@ def run(args: argparse.Namespace) -> int:
             say("relaxrepro index: warning: %s", w)
         bad = sum(1 for r in found.rows if r.error is not None)
         say("relaxrepro index: %s: %d manifests%s", d, len(found.rows), ", %d unreadable" % bad if bad else "")
-    return EXIT_FAIL if missing else EXIT_OK
+    return Exit.FAIL if missing else Exit.OK

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, UsageError, dirs_or_cwd, progress_line, report_missing, say
+from ._common import Exit, UsageError, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         say("relaxrepro ls: no run matches")
     elif not total and not missing:
         say("relaxrepro ls: no manifest_*.json under %s", ", ".join(dirs))
-    return EXIT_FAIL if missing else EXIT_OK
+    return Exit.FAIL if missing else Exit.OK
 
 
 def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:

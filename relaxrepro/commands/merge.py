@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
+from ..manifest import nodes, writer
+from ..manifest.model import valid_run_id
+from ..manifest.reader import ManifestError, load_manifest
+from ._common import Exit, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -13,13 +16,9 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..manifest import nodes, writer
-    from ..manifest.model import valid_run_id
-    from ..manifest.reader import ManifestError, load_manifest
-
     def fail(template: str, *values: object) -> int:
         say("relaxrepro merge: error: " + template, *values)
-        return EXIT_USAGE
+        return Exit.USAGE
 
     try:
         doc = load_manifest(args.manifest)
@@ -46,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     for w in result.warnings:
         say("relaxrepro: warning: %s", w)
     if result.path is None:
-        return EXIT_FAIL
+        return Exit.FAIL
     for line in nodes.summarize_heterogeneity(merged):
         say("relaxrepro: %s", line)
     say("%s", result.path, out=sys.stdout)
-    return EXIT_OK
+    return Exit.OK

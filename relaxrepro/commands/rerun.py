@@ -16,18 +16,21 @@ import os
 import re
 import sys
 
+from ..analyze import verify
+from ..analyze.check import FAIL, judge
+from ..collect.here import closest_interpreter, collect_here
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
-from ..std.records import Record
+from ..record import replay
+from ..std import proc
+from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
-from ._common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes, say
+from ._common import Exit, pairs, read_with_notes, say, verify_exit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
     from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
-
-"""Refused before running anything (the command's own status is passed through otherwise)."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ARGV_KEY = re.compile(r"^argv\[(\d+)\]$")
@@ -39,42 +42,30 @@ class Refusal(Exception):
 
 
 class Repo(Record):
-    _fields = ("name", "path", "commit", "patch", "dirty")
-
-    def __init__(self, name: str, path: Optional[str], commit: Optional[str], patch: Dict[str, Any],
-                 dirty: Any) -> None:
-        self.name = name
-        self.path = path
-        self.commit = commit
-        self.patch = patch
-        self.dirty = dirty
+    name: str
+    path: Optional[str]
+    commit: Optional[str]
+    patch: Dict[str, Any]
+    dirty: Any
 
 
 class Plan(Record):
     """Everything the replay would do, decided from the manifest and ``--set`` values."""
 
-    _fields = ("argv", "env", "skipped_env", "cwd", "interpreter", "interpreter_version", "repos", "redacted",
-               "run_id", "home", "cwd_here")
-
-    def __init__(self, argv: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None,
-                 skipped_env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None,
-                 interpreter: Optional[str] = None, interpreter_version: Optional[str] = None,
-                 repos: Optional[List[Repo]] = None, redacted: Optional[List[str]] = None, run_id: str = "",
-                 home: Optional[str] = None) -> None:
-        self.argv: List[str] = [] if argv is None else argv
-        self.env: Dict[str, str] = {} if env is None else env
-        self.skipped_env: Dict[str, str] = {} if skipped_env is None else skipped_env
-        self.cwd = cwd
-        self.interpreter = interpreter
-        self.interpreter_version = interpreter_version
-        self.repos: List[Repo] = [] if repos is None else repos
-        self.redacted: List[str] = [] if redacted is None else redacted
-        """Values still holding a redaction placeholder, as ``where: value`` lines."""
-        self.run_id = run_id
-        self.cwd_here = False
-        """The working directory was recorded as ``"."``: wherever the run was started (Relax)."""
-        self.home = home
-        """This machine's home, for the ``<HOME>`` left in the values above (None: unset, so unresolvable)."""
+    argv: List[str] = Factory(list)
+    env: Dict[str, str] = Factory(dict)
+    skipped_env: Dict[str, str] = Factory(dict)
+    cwd: Optional[str] = None
+    interpreter: Optional[str] = None
+    interpreter_version: Optional[str] = None
+    repos: List[Repo] = Factory(list)
+    redacted: List[str] = Factory(list)
+    """Values still holding a redaction placeholder, as ``where: value`` lines."""
+    run_id: str = ""
+    home: Optional[str] = None
+    """This machine's home, for the ``<HOME>`` left in the values above (None: unset, so unresolvable)."""
+    cwd_here: bool = False
+    """The working directory was recorded as ``"."``: wherever the run was started (Relax)."""
 
     def local(self, value: str) -> str:
         """A recorded value as it reads on this machine: ``<HOME>`` resolved to :attr:`home`."""
@@ -342,8 +333,6 @@ def _repo_lines(repo: Repo, manifest_path: str) -> List[str]:
 def _closest(p: Plan, env: Mapping[str, str]) -> Optional[str]:
     if not p.interpreter or os.path.exists(p.local(p.interpreter)):
         return None
-    from ..collect.here import closest_interpreter
-
     return closest_interpreter(p.local(p.interpreter), p.interpreter_version, env)
 
 
@@ -370,10 +359,7 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
     if clash:
         raise Refusal("the recorded command names the manifest being replayed in %s; refusing so that it "
                       "cannot be overwritten" % safe_text(clash))
-    from . import check
-    from .check_rules import FAIL
-
-    report = check.evaluate(rec, repos=repos, env=env)
+    report = judge(rec, *collect_here(rec, repos=repos, env=env))
     fails = [i for i in report.items if i.verdict == FAIL]
     if fails:
         raise Refusal("check found differences that make this run irreproducible here:\n" + "\n".join(
@@ -390,18 +376,16 @@ def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mappi
     env = dict(os.environ if env is None else env)
     rec = read_with_notes("rerun", path)
     if rec is None:
-        return EXIT_USAGE
+        return Exit.USAGE
     try:
         p = plan(rec, values, env)
         if dry_run:
             sys.stdout.write(script(p, path, env))
-            return EXIT_OK
+            return Exit.OK
         argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
     except Refusal as exc:
         sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
-        return EXIT_REFUSED
-    from ..std import proc
-
+        return Exit.REFUSED
     sys.stderr.write("relaxrepro rerun: running %s\n" % safe_text(" ".join(shell_quote(a) for a in argv), 400))
     sys.stderr.flush()
     sys.stdout.flush()
@@ -415,18 +399,16 @@ def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], va
                repos: Mapping[str, str], rtol: float = 0.0, atol: float = 0.0,
                env: Optional[Mapping[str, str]] = None) -> int:
     """``--confirm --quick N`` (``quick``) or ``--full`` (``quick`` None): refused, checked and run as
-    ``--confirm`` is, recorded and verified by :mod:`.replay`; the verdict's exit status."""
-    from . import replay
-
+    ``--confirm`` is, recorded by :mod:`relaxrepro.record.replay` and verified; the verdict's exit status."""
     env = dict(os.environ if env is None else env)
     rec = read_with_notes("rerun", path)
     if rec is None:
-        return EXIT_REFUSED
+        return Exit.REFUSED
     target = replay.replay_dir(path, output_dir)
     why = replay.refusal(rec, path, quick, target)
     if why:
         say("relaxrepro rerun: %s", why)
-        return EXIT_REFUSED
+        return Exit.REFUSED
     try:
         p = plan(rec, values, env)
         try:
@@ -436,23 +418,35 @@ def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], va
         argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
     except Refusal as exc:
         sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
-        return EXIT_REFUSED
-    return replay.replay(rec, path, argv, run_env, cwd or os.getcwd(), quick, target, changes, moved,
-                         recorded=replay.as_typed(get(rec, "command.argv", None), [p.local(a) for a in p.argv],
-                                                  p.interpreter), interpreter=p.interpreter, home=p.home,
-                         rtol=rtol, atol=atol)
+        return Exit.REFUSED
+    cwd = cwd or os.getcwd()
+    replayed = replay.record_replay(
+        rec, path, argv, run_env, cwd, quick, target, changes, moved, interpreter=p.interpreter,
+        recorded=replay.as_typed(get(rec, "command.argv", None), [p.local(a) for a in p.argv], p.interpreter))
+    if replayed is None:
+        return Exit.REFUSED
+    status, new = replayed
+    old = replay.comparable(rec, cwd, p.home, target, moved)
+    verdict = verify.verify(old, replay.comparable(new, cwd, p.home, target), rtol=rtol, atol=atol, steps=quick)
+    sys.stdout.write(verify.render(verdict))
+    recorded_status = get(rec, "outcome.exit_code", None)
+    if status != 0 and status != recorded_status:
+        say("relaxrepro rerun: the replay exited with status %d, the original with %s", status,
+            "status %s" % recorded_status if isinstance(recorded_status, int) else "no recorded status")
+        return Exit.FAIL
+    return verify_exit(verdict)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.quick or args.full:
         if args.dry_run:
             say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")
-            return EXIT_USAGE
+            return Exit.USAGE
         return run_replay(args.manifest, quick=args.quick, output_dir=args.output_dir,
                           values=pairs(args.set_values, "--set"), repos=pairs(args.repo, "--repo"),
                           rtol=args.rtol, atol=args.atol)
     if args.output_dir is not None or args.rtol or args.atol:
         say("relaxrepro rerun: error: --output-dir, --rtol and --atol go with --quick N or --full")
-        return EXIT_USAGE
+        return Exit.USAGE
     return run_cli(args.manifest, dry_run=args.dry_run, values=pairs(args.set_values, "--set"),
                    repos=pairs(args.repo, "--repo"))

@@ -19,9 +19,9 @@ from ..manifest import fields
 from ..manifest.fields import scalar, section
 from ..std import proc
 from ..std.files import read_regular
-from ..std.records import Record
+from ..std.records import Factory, Record
 from ..std.text import safe_text
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, pairs, read_with_notes, say
+from ._common import Exit, pairs, read_with_notes, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -42,26 +42,22 @@ _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 class RestoreError(Exception):
     """One line saying why a repo cannot be restored (exit 1)."""
 
-    code = EXIT_FAIL
+    code = Exit.FAIL
 
 
 class Refused(RestoreError):
     """A restore that would be unsafe or inexact, refused before anything is written there (exit 2)."""
 
-    code = EXIT_REFUSED
+    code = Exit.REFUSED
 
 
 class Source(Record):
-    _fields = ("name", "source", "commit", "patch", "submodules", "notes")
-
-    def __init__(self, name: str, source: str, commit: str, patch: Optional[bytes],
-                 submodules: Optional[List[Dict[str, str]]] = None, notes: Optional[List[str]] = None) -> None:
-        self.name = name
-        self.source = source
-        self.commit = commit
-        self.patch = patch
-        self.submodules: List[Dict[str, str]] = [] if submodules is None else submodules
-        self.notes: List[str] = [] if notes is None else notes
+    name: str
+    source: str
+    commit: str
+    patch: Optional[bytes]
+    submodules: List[Dict[str, str]] = Factory(list)
+    notes: List[str] = Factory(list)
 
 
 def _git(*args: str, cwd: Optional[str] = None, stdin: Optional[bytes] = None,
@@ -278,7 +274,7 @@ def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[M
     env = dict(os.environ if env is None else env)
     doc = read_with_notes("restore", path)
     if doc is None:
-        return EXIT_USAGE
+        return Exit.USAGE
     try:
         notes = restore(doc, path, into, sources=sources, env=env, allow_incomplete=allow_incomplete)
     except RestoreError as exc:
@@ -288,7 +284,7 @@ def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[M
         sys.stderr.write("relaxrepro restore: note: %s\n" % safe_text(n))
     for name in sorted(section(doc, "code"), key=str):
         say("%s", os.path.join(into, str(name)), out=sys.stdout)
-    return EXIT_OK
+    return Exit.OK
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import sys
 
+from ..collect.context import safe_getcwd
 from ..manifest.model import RUN_ID_ENV
-from ._common import EXIT_FAIL, EXIT_USAGE, say
-from .generate import record_run
+from ..record import adopt, outcome, results
+from ..record.recording import Recorded, RunOptions, record_run
+from ..std import proc
+from ._common import Exit, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -20,27 +23,26 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         sys.stderr.write("relaxrepro run: error: give the command to run after --, "
                          "e.g. relaxrepro run -- python train.py\n")
-        return EXIT_USAGE
+        return Exit.USAGE
     env = dict(os.environ)
     try:
-        code, doc, path, problems = record_run(args, command, env, "run")
+        recorded = record_run(RunOptions.of(args), command, env, "run")
     except Exception as exc:  # a bug of ours must not keep the training from running
         say("relaxrepro: warning: no manifest: internal error: %s: %s", type(exc).__name__, exc)
-        code, doc, path, problems = None, None, None, []
-    if code is not None:
-        return code
+        recorded = Recorded()
+    if recorded.refused:
+        return Exit.USAGE
+    if recorded.taken:
+        return Exit.FAIL
+    doc, path = recorded.doc, recorded.path
     if path is not None:
         say("relaxrepro: manifest %s", path)
     elif args.strict and doc is not None:
         sys.stderr.write("relaxrepro run: error: no manifest written; not running the command (--strict)\n")
-        return EXIT_FAIL
-    if args.strict and problems:
+        return Exit.FAIL
+    if args.strict and recorded.problems:
         sys.stderr.write("relaxrepro run: error: a probe failed; not running the command (--strict)\n")
-        return EXIT_FAIL
-
-    from ..record import adopt, outcome
-    from ..std import proc
-
+        return Exit.FAIL
     if path is not None and doc is not None:
         # The trainer's API adopts this run id and folds what it sees into this file (record/adopt.py).
         env = dict(env, **{RUN_ID_ENV: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(path)})
@@ -64,9 +66,6 @@ def _results(args: argparse.Namespace) -> Dict[str, Any]:
     found: Dict[str, Any] = {}
     if not getattr(args, "outputs", None) and not getattr(args, "metrics", None):
         return found
-    from ..collect.context import safe_getcwd
-    from ..record import results
-
     if args.metrics:
         found["metrics"], problem = results.read_metrics_file(args.metrics)
         if problem:

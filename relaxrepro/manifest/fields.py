@@ -261,9 +261,18 @@ def untracked_files(value: Any) -> List[str]:
     return [str(f.get("path") if isinstance(f, dict) else f) for f in value]
 
 
-def patch_digest(patch: Any) -> Optional[str]:
-    """A recorded patch's comparable digest (``sha256``); None when there is none or it is incomplete."""
-    if not isinstance(patch, dict) or patch_incomplete(patch):
+def patch_digest(patch: Any, *, partial: bool = False) -> Optional[str]:
+    """A recorded patch's comparable digest (``sha256``); None when there is none or it is incomplete.
+
+    ``partial``: the digest to show for it even when it is incomplete, the stored part's (``stored_sha256``)
+    when there is no other (``diff`` shows both, and calls an incomplete pair different whatever they say).
+    """
+    if not isinstance(patch, dict):
+        return None
+    if partial:
+        return next((patch[k] for k in ("sha256", "stored_sha256") if isinstance(patch.get(k), str) and patch[k]),
+                    None)
+    if patch_incomplete(patch):
         return None
     return scalar(patch.get("sha256"))
 

@@ -16,8 +16,9 @@ import sys
 
 import pytest
 
+from relaxrepro.analyze import check as rules
 from relaxrepro.collect import here
-from relaxrepro.commands import check, check_rules
+from relaxrepro.commands import check
 from tests.helpers.common import clean_env, git, make_repo, run_cli
 from tests.helpers.git import conflicting, git_with_slow_diff
 from tests.helpers.gpu import driverless_linux
@@ -25,24 +26,24 @@ from tests.helpers.read import SHA_B, base_manifest, head, modified, write_json
 
 
 def _verdicts(rec, here, hints=None):
-    return {i.item: i.verdict for i in check_rules.compare_documents(rec, here, hints)}
+    return {i.item: i.verdict for i in rules.compare_documents(rec, here, hints)}
 
 
 def _one(rec, here, item):
-    return next(i for i in check_rules.compare_documents(rec, here) if i.item == item)
+    return next(i for i in rules.compare_documents(rec, here) if i.item == item)
 
 
 def test_identical_environment_passes():
     rec = base_manifest()
     verdicts = _verdicts(rec, copy.deepcopy(rec))
-    assert check_rules.FAIL not in verdicts.values() and check_rules.WARN not in verdicts.values()
+    assert rules.FAIL not in verdicts.values() and rules.WARN not in verdicts.values()
     for item in ("code proj commit", "code proj changes", "python", "package torch", "package ray",
                  "package flash-attn", "cuda", "gpu model", "gpu count", "driver", "nccl", "cudnn", "arch",
                  "switch CUBLAS_WORKSPACE_CONFIG", "seed seed", "selected env", "config conf/a.yaml",
                  "data /data/train.jsonl"):
-        assert verdicts[item] == check_rules.PASS, item
+        assert verdicts[item] == rules.PASS, item
     for item in ("run id", "hostname", "slurm job", "bit reproducible"):
-        assert verdicts[item] == check_rules.INFO, item
+        assert verdicts[item] == rules.INFO, item
 
 
 @pytest.mark.parametrize("field,value,item,verdict", [
@@ -98,24 +99,24 @@ def test_new_job_id_run_id_hostname_and_time_are_information_not_failure():
     here = modified(here, "config.selected_env.SLURM_JOB_ID", "9999")
     here = modified(here, "run_id", "x")
     here = modified(here, "generated_at", "2027-01-01T00:00:00Z")
-    report = check_rules.Report(items=check_rules.compare_documents(rec, here))
-    assert report.verdict == check_rules.PASS and report.exit_code(strict=True) == 0
+    report = rules.Report(items=rules.compare_documents(rec, here))
+    assert report.verdict == rules.PASS and check.exit_code(report, strict=True) == 0
 
 
 def test_absent_items_are_not_recorded_never_pass():
     rec = {"schema_version": "1.0", "run_id": "r", "generated_at": "2026-01-01T00:00:00Z", "command": {},
            "code": {}, "config": {}, "environment": {}, "hardware": {}, "runtime": {}, "training": {},
            "collection": {}}
-    items = check_rules.compare_documents(rec, base_manifest())
-    assert {i.verdict for i in items} <= {check_rules.NOT_RECORDED, check_rules.INFO}
+    items = rules.compare_documents(rec, base_manifest())
+    assert {i.verdict for i in items} <= {rules.NOT_RECORDED, rules.INFO}
     shown = {i.item: i for i in items}
     for item in ("code", "python", "packages", "cuda", "gpu model", "driver", "nccl", "cudnn", "seeds",
                  "selected env"):
-        assert shown[item].verdict == check_rules.NOT_RECORDED, item
-    report = check_rules.Report(items=items)
+        assert shown[item].verdict == rules.NOT_RECORDED, item
+    report = rules.Report(items=items)
     assert check.render_table(report).splitlines()[-1] == (  # never "PASS (compatible)": nothing was shown to match
         "nothing to compare: the manifest records none of the items check judges (11 not recorded)")
-    assert (report.verdict, report.exit_code()) == ("NOTHING", 1)
+    assert (report.verdict, check.exit_code(report)) == ("NOTHING", 1)
 
 
 def test_missing_here_is_a_warning_not_a_pass():
@@ -125,21 +126,21 @@ def test_missing_here_is_a_warning_not_a_pass():
     here = modified(here, "seeds", ...)
     here = modified(here, "config", {})
     v = _verdicts(rec, here)
-    assert v["cuda"] == v["gpu model"] == v["driver"] == v["nccl"] == check_rules.WARN
-    assert v["packages"] == v["seeds"] == v["selected env"] == v["config conf/a.yaml"] == check_rules.WARN
-    assert _verdicts(rec, modified(here, "hardware", {"gpu_count": 0}))["gpu model"] == check_rules.FAIL
+    assert v["cuda"] == v["gpu model"] == v["driver"] == v["nccl"] == rules.WARN
+    assert v["packages"] == v["seeds"] == v["selected env"] == v["config conf/a.yaml"] == rules.WARN
+    assert _verdicts(rec, modified(here, "hardware", {"gpu_count": 0}))["gpu model"] == rules.FAIL
 
 
 def test_recorded_gpus_and_none_here_fails_naming_what_was_recorded():
     rec = modified(base_manifest(), "hardware", {"gpu_model": "NVIDIA A100-SXM4-80GB", "gpu_count": 4})
     here = modified(rec, "hardware", {"gpu_count": 0, "gpus": [], "gpu_evidence": {"found": []}})
     item = _one(rec, here, "gpu model")
-    assert (item.recorded, item.here, item.verdict) == ("NVIDIA A100-SXM4-80GB", "none", check_rules.FAIL)
+    assert (item.recorded, item.here, item.verdict) == ("NVIDIA A100-SXM4-80GB", "none", rules.FAIL)
     assert item.note == "recorded 4 x NVIDIA A100-SXM4-80GB, no GPU here"
     # A driver but no tool to ask (a container with /dev/nvidia* and no nvidia-smi): unknown, not none.
     here = modified(rec, "hardware", {"gpu_evidence": {"found": ["/dev/nvidiactl", "/dev/nvidia0"]}})
     item = _one(rec, here, "gpu model")
-    assert (item.here, item.verdict, item.note) == ("-", check_rules.WARN, "not found here")
+    assert (item.here, item.verdict, item.note) == ("-", rules.WARN, "not found here")
 
 
 @pytest.mark.skipif(not driverless_linux(), reason="this machine has a GPU driver, or is not Linux")
@@ -164,9 +165,9 @@ def test_odd_types_never_crash():
     rec["code"] = {"proj": "not a dict", "other": {"commit": 5, "patch": [], "submodules": "x",
                                                     "untracked": {"count": "3"}}}
     here = base_manifest(code={"other": {"commit": None, "patch": {"sha256": 1}}})
-    items = check_rules.compare_documents(rec, here)
-    assert items and all(i.verdict in check_rules.VERDICTS for i in items)
-    assert check.render_table(check_rules.Report(items=items))
+    items = rules.compare_documents(rec, here)
+    assert items and all(i.verdict in rules.VERDICTS for i in items)
+    assert check.render_table(rules.Report(items=items))
 
 
 # -- uncommitted changes: the patch digest -----------------------------------------------------
@@ -185,15 +186,15 @@ def _repo(rec_patch=None, here_patch=None, rec_dirty=True, here_dirty=True):
 
 
 def test_patch_digest_rules():
-    assert _repo("1" * 64, "1" * 64).verdict == check_rules.PASS
+    assert _repo("1" * 64, "1" * 64).verdict == rules.PASS
     second_edit = _repo("1" * 64, "2" * 64)
-    assert second_edit.verdict == check_rules.WARN and second_edit.note == "uncommitted changes differ: +b.py"
-    assert _repo("1" * 64, None, here_dirty=False).verdict == check_rules.WARN  # changes not here
-    assert _repo("1" * 64, None).verdict == check_rules.WARN  # digest not computable here
-    assert _repo(None, None).verdict == check_rules.WARN  # dirty run without a patch: cannot verify
-    assert _repo(None, None, rec_dirty=False, here_dirty=True).verdict == check_rules.WARN
-    assert _repo(None, None, rec_dirty=False, here_dirty=False).verdict == check_rules.PASS
-    assert _repo(None, "3" * 64, rec_dirty=False, here_dirty=False).verdict == check_rules.INFO  # untracked only
+    assert second_edit.verdict == rules.WARN and second_edit.note == "uncommitted changes differ: +b.py"
+    assert _repo("1" * 64, None, here_dirty=False).verdict == rules.WARN  # changes not here
+    assert _repo("1" * 64, None).verdict == rules.WARN  # digest not computable here
+    assert _repo(None, None).verdict == rules.WARN  # dirty run without a patch: cannot verify
+    assert _repo(None, None, rec_dirty=False, here_dirty=True).verdict == rules.WARN
+    assert _repo(None, None, rec_dirty=False, here_dirty=False).verdict == rules.PASS
+    assert _repo(None, "3" * 64, rec_dirty=False, here_dirty=False).verdict == rules.INFO  # untracked only
 
 
 def test_an_incomplete_patch_has_no_digest_to_compare():
@@ -202,17 +203,17 @@ def test_an_incomplete_patch_has_no_digest_to_compare():
                                                   "git diff did not finish in time", "incomplete_reason": "timeout"})
     here = copy.deepcopy(rec)
     item = _one(rec, here, "code proj changes")
-    assert (item.verdict, item.recorded, item.here) == (check_rules.WARN, "patch incomplete", "patch incomplete")
+    assert (item.verdict, item.recorded, item.here) == (rules.WARN, "patch incomplete", "patch incomplete")
     assert item.note == ("uncommitted changes not fully recorded (timeout: git diff did not finish in time): "
                          "cannot verify")
     # before the marker had a reason, the patch kept the digest of what was read (an empty diff): not comparable
     old = modified(rec, "code.proj.patch", {"sha256": "1" * 64, "files": ["a.py"],
                                             "incomplete": "git diff output over the capture limit"})
     item = _one(old, copy.deepcopy(old), "code proj changes")
-    assert (item.verdict, item.note) == (check_rules.WARN, "uncommitted changes not fully recorded (git diff output "
+    assert (item.verdict, item.note) == (rules.WARN, "uncommitted changes not fully recorded (git diff output "
                                                            "over the capture limit): cannot verify")
     item = _one(modified(rec, "code.proj.patch", {"sha256": "2" * 64}), here, "code proj changes")
-    assert (item.verdict, item.here) == (check_rules.WARN, "patch incomplete")
+    assert (item.verdict, item.here) == (rules.WARN, "patch incomplete")
     assert item.note == ("uncommitted changes here not fully read (timeout: git diff did not finish in time): "
                          "cannot compare")
 
@@ -223,20 +224,20 @@ def test_an_operation_in_progress_is_a_warning():
     mid = modified(rec, "code.proj.operation", "rebase")
     item = _one(mid, rec, "code proj operation")
     assert (item.verdict, item.recorded, item.here, item.note) == (
-        check_rules.WARN, "rebase", "-", "the run started in the middle of a git rebase")
+        rules.WARN, "rebase", "-", "the run started in the middle of a git rebase")
     item = _one(rec, modified(rec, "code.proj.operation", "bisect"), "code proj operation")
     assert (item.verdict, item.recorded, item.here, item.note) == (
-        check_rules.WARN, "-", "bisect", "this repo is in the middle of a git bisect here")
+        rules.WARN, "-", "bisect", "this repo is in the middle of a git bisect here")
 
 
 def test_submodules_compared_at_their_checked_out_sha():
     rec = base_manifest()
     rec["code"]["proj"]["submodules"] = [{"path": "third_party/m", "recorded_sha": SHA_B, "checked_out_sha": SHA_B}]
-    assert _one(rec, copy.deepcopy(rec), "code proj submodule third_party/m").verdict == check_rules.PASS
+    assert _one(rec, copy.deepcopy(rec), "code proj submodule third_party/m").verdict == rules.PASS
     here = modified(rec, "code.proj.submodules", [{"path": "third_party/m", "checked_out_sha": "c" * 40}])
-    assert _one(rec, here, "code proj submodule third_party/m").verdict == check_rules.FAIL
+    assert _one(rec, here, "code proj submodule third_party/m").verdict == rules.FAIL
     here = modified(rec, "code.proj.submodules", [])
-    assert _one(rec, here, "code proj submodule third_party/m").verdict == check_rules.FAIL
+    assert _one(rec, here, "code proj submodule third_party/m").verdict == rules.FAIL
 
 
 def test_untracked_files_are_information():
@@ -244,15 +245,15 @@ def test_untracked_files_are_information():
     rec["code"]["proj"]["untracked"] = {"count": 0, "files": []}
     here = modified(rec, "code.proj.untracked", {"count": 1, "files": ["notes.txt"]})
     item = _one(rec, here, "code proj untracked")
-    assert (item.verdict, item.note) == (check_rules.INFO, "new: notes.txt")
+    assert (item.verdict, item.note) == (rules.INFO, "new: notes.txt")
 
 
 def test_gone_interpreter_names_the_closest_match():
     rec = base_manifest()
     hints = {"interpreter": {"exists": False, "closest": "/usr/bin/python3.11"}}
-    items = check_rules.compare_documents(rec, rec, hints)
+    items = rules.compare_documents(rec, rec, hints)
     item = next(i for i in items if i.item == "python interpreter")
-    assert (item.verdict, item.note) == (check_rules.WARN, "closest match: /usr/bin/python3.11")
+    assert (item.verdict, item.note) == (rules.WARN, "closest match: /usr/bin/python3.11")
 
 
 def test_closest_interpreter_prefers_the_same_minor(tmp_path):
@@ -274,10 +275,10 @@ def test_closest_interpreter_prefers_the_same_minor(tmp_path):
 
 
 def test_env_info_list():
-    assert check_rules.is_info_env("SLURM_JOB_ID") and check_rules.is_info_env("WANDB_RUN_ID")
-    assert check_rules.is_info_env("HF_HOME")
-    assert not check_rules.is_info_env("SLURM_NNODES") and not check_rules.is_info_env("NCCL_ALGO")
-    assert not check_rules.is_info_env("CUDA_VISIBLE_DEVICES")
+    assert rules.is_info_env("SLURM_JOB_ID") and rules.is_info_env("WANDB_RUN_ID")
+    assert rules.is_info_env("HF_HOME")
+    assert not rules.is_info_env("SLURM_NNODES") and not rules.is_info_env("NCCL_ALGO")
+    assert not rules.is_info_env("CUDA_VISIBLE_DEVICES")
 
 
 # -- the command, on real repositories ------------------------------------------------------------

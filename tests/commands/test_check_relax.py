@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from relaxrepro.commands import check, check_rules
+from relaxrepro.analyze import check as rules
+from relaxrepro.commands import check
 from relaxrepro.manifest.model import DECISIVE_PACKAGES
 from tests.helpers.common import FIXTURES, git, make_repo, run_cli
 from tests.helpers.gpu import driverless_linux
@@ -157,7 +158,7 @@ def test_nothing_to_compare_is_not_a_pass(tmp_path):
 # -- the rules, on documents ------------------------------------------------------------------------
 
 def _one(rec, here, item):
-    return next(i for i in check_rules.compare_documents(rec, here) if i.item == item)
+    return next(i for i in rules.compare_documents(rec, here) if i.item == item)
 
 
 def test_no_gpu_recorded_and_none_found_here_passes():
@@ -181,7 +182,7 @@ def test_seeds_under_values_are_compared(here_seeds, verdict):
 def test_determinism_switches_not_recorded_are_no_difference():
     rec = modified(base_manifest(), "seeds", {"values": {"seed": 42}})
     here = modified(rec, "seeds", {"values": {"seed": 42}, "env": {"PYTHONHASHSEED": "0"}})
-    assert not [i for i in check_rules.compare_documents(rec, here) if i.item.startswith("switch ")]
+    assert not [i for i in rules.compare_documents(rec, here) if i.item.startswith("switch ")]
     rec = modified(rec, "seeds", {"values": {"seed": 42}, "env": {}})
     assert _one(rec, here, "switch PYTHONHASHSEED").verdict == "WARN"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from relaxrepro.commands.compare import compare_group
+from relaxrepro.analyze.compare import compare_group
 from tests.helpers.common import run_cli
 from tests.helpers.recording import make_doc, put
 

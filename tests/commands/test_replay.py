@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from relaxrepro.commands import replay
 from relaxrepro.commands.rerun import Plan
+from relaxrepro.record import replay
 from tests.helpers.common import make_repo, run_cli
 from tests.helpers.read import base_manifest, write_json
 from tests.helpers.recording import load, manifests

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from relaxrepro import cli
-from relaxrepro.commands.verify import exit_code, render, same_value, verify
+from relaxrepro.analyze.verify import render, same_value, verify
+from relaxrepro.commands._common import verify_exit
 from tests.helpers.common import run_cli
 from tests.helpers.recording import make_doc, put
 
@@ -44,7 +45,7 @@ def _pair(**changes):
 def test_identical_results_reproduce():
     old, new = _pair()
     result = verify(old, new)
-    assert result["verdict"] == "reproduced" and exit_code(result) == 0
+    assert result["verdict"] == "reproduced" and verify_exit(result) == 0
     assert [r["status"] for r in result["outputs"] + result["metrics"]] == ["same", "same", "same"]
     assert result["trace"]["status"] == "same" and result["trace"]["compared"] == 5
     assert render(result).splitlines()[0] == "verify old -> new: reproduced (bit-exact)"
@@ -53,7 +54,7 @@ def test_identical_results_reproduce():
 def test_a_changed_output_is_named_with_both_digests():
     old, new = _pair(outputs={"ckpt/model.pt": {"kind": "file", "sha256": "b" * 64, "size": 10}})
     result = verify(old, new)
-    assert result["verdict"] == "diverged" and exit_code(result) == 1
+    assert result["verdict"] == "diverged" and verify_exit(result) == 1
     assert result["outputs"] == [{"path": "ckpt/model.pt", "status": "differs", "old": "a" * 64, "new": "b" * 64}]
     assert "  differs    ckpt/model.pt  sha256 aaaaaaaaaaaa -> bbbbbbbbbbbb" in render(result).splitlines()
 
@@ -81,7 +82,7 @@ def test_an_output_missing_in_the_new_run_diverges_and_missing_in_both_proves_no
     assert result["outputs"][0]["status"] == "missing" and result["outputs"][0]["missing_in"] == "new"
     old["results"]["outputs"] = copy.deepcopy(new["results"]["outputs"])
     result = verify(old, new)
-    assert result["verdict"] == "nothing to verify" and exit_code(result) == 2
+    assert result["verdict"] == "nothing to verify" and verify_exit(result) == 2
     assert result["outputs"][0] == {"path": "ckpt/model.pt", "status": "incomplete", "why": "missing in both",
                                     "old": None, "new": None}
 
@@ -222,7 +223,7 @@ def test_a_manifest_without_results_has_nothing_to_verify():
     old = make_doc("old")  # 1.0: before results existed
     _, new = _pair()
     result = verify(old, new)
-    assert result["verdict"] == "nothing to verify" and exit_code(result) == 2
+    assert result["verdict"] == "nothing to verify" and verify_exit(result) == 2
     assert result["why"].startswith("no results recorded in old run")
     assert verify(old, copy.deepcopy(old))["why"].startswith("no results recorded in either run")
 

@@ -472,7 +472,7 @@ def test_relaxrepro_diff_reports_nodes_as_populations(tmp_path, frags):
 
 
 def test_check_judges_against_the_recorded_node_of_this_gpu_model(frags):
-    from relaxrepro.commands import check_rules
+    from relaxrepro.analyze import check as rules
 
     head = as_node(frags["a100-80gb-x4"], 0)
     head["node"]["role"] = "head"
@@ -480,11 +480,11 @@ def test_check_judges_against_the_recorded_node_of_this_gpu_model(frags):
     rec = node.merge_fragments(base_manifest(), [head, worker])
     rec["hardware"] = dict(frags["a100-80gb-x4"]["hardware"])  # rank 0 ran on the A100 head
     here = {"hardware": dict(frags["3090-590"]["hardware"]), "environment": {}}
-    items = {i.item: i for i in check_rules.compare_documents(rec, here)}
-    assert items["node"].verdict == check_rules.INFO and items["node"].recorded == worker["node"]["name"]
+    items = {i.item: i for i in rules.compare_documents(rec, here)}
+    assert items["node"].verdict == rules.INFO and items["node"].recorded == worker["node"]["name"]
     gpu = [i for i in items.values() if "GPU model" in i.item or i.item == "gpu model"]
-    assert gpu and all(i.verdict == check_rules.PASS for i in gpu), [(i.item, i.verdict) for i in gpu]
+    assert gpu and all(i.verdict == rules.PASS for i in gpu), [(i.item, i.verdict) for i in gpu]
     # Without per-node data the same machine is judged against rank 0: another GPU model fails.
     plain = dict(rec, runtime={})
-    gpu_plain = [i for i in check_rules.compare_documents(plain, here) if i.item in {g.item for g in gpu}]
-    assert gpu_plain and all(i.verdict == check_rules.FAIL for i in gpu_plain)
+    gpu_plain = [i for i in rules.compare_documents(plain, here) if i.item in {g.item for g in gpu}]
+    assert gpu_plain and all(i.verdict == rules.FAIL for i in gpu_plain)

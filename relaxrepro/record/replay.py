@@ -1,12 +1,10 @@
-"""``relaxrepro rerun MANIFEST --confirm (--quick N | --full)``: replay a recorded run, then verify it.
+"""Replaying a recorded run (``relaxrepro rerun MANIFEST --confirm --quick N | --full``): where the replay goes,
+what of the command is pointed there, and the replay recorded as ``relaxrepro run`` records.
 
-The replay is refused, checked and run as ``rerun --confirm`` does (:mod:`.rerun`), and recorded as
-``relaxrepro run`` records: its own manifest is written first and handed to the command
-(``RELAXREPRO_MANIFEST``), so a trainer using the API records into it; ``lineage.parent`` is the
-original, ``lineage.replay_of`` its run id. ``--quick N`` sets ``RELAXREPRO_MAX_STEPS=N`` (the API's
-``should_stop``/``trace`` end the run after step N) and verifies the first N trace steps; ``--full``
-runs it all and verifies outputs, metrics and trace. The exit status is the verdict's: 0 reproduced,
-1 diverged (or the replay failed), 2 refused or nothing to verify.
+The replay's own manifest is written first and handed to the command (``RELAXREPRO_MANIFEST``), so a trainer
+using the API records into it; ``lineage.parent`` is the original, ``lineage.replay_of`` its run id. ``--quick N``
+sets ``RELAXREPRO_MAX_STEPS=N`` (the API's ``should_stop``/``trace`` end the run after step N). ``rerun`` refuses
+and checks it first, and verifies what it recorded against the original afterwards.
 
 Nothing of the original is written over. The replay goes into a new directory (``--output-dir``, else
 beside the original's: ``runs/det`` -> ``runs/det.replay-1``), and every argument or environment value
@@ -20,13 +18,19 @@ from __future__ import annotations
 import os
 import sys
 
+from ..manifest import reader
 from ..manifest.fields import expand_home, get
+from ..manifest.model import OUTPUT_DIR_ENV, RUN_ID_ENV
+from ..manifest.trace import MAX_STEPS_ENV
+from ..std import proc
 from ..std.text import safe_text, shell_quote
-from ._common import EXIT_FAIL, EXIT_REFUSED, say
+from . import adopt, outcome
+from .recording import RunOptions, record_run, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
 
 def _under(path: str, root: str) -> Optional[str]:
     """``path`` relative to ``root`` ("" for root itself), or None when it lies outside it."""
@@ -116,7 +120,7 @@ def unprotected(outputs: Mapping[str, str], source: str, named: List[str], cwd: 
 
 def as_typed(recorded: Any, argv: List[str], interpreter: Optional[str]) -> List[str]:
     """The command to record for the replay: ``argv`` (as redirected) with its first word as the original
-    recorded it (``python``, ``torchrun``), not as :func:`~.rerun.with_interpreter` resolved it."""
+    recorded it (``python``, ``torchrun``), not as ``rerun`` resolved it to an interpreter."""
     if not isinstance(recorded, list) or not recorded or not argv:
         return list(argv)
     first = str(recorded[0])
@@ -167,19 +171,6 @@ def _fresh(directory: str) -> Optional[str]:
         return (exc.strerror or str(exc)).lower()
 
 
-class _RunArgs:
-    """The options of ``relaxrepro run`` that :func:`~.generate.record_run` reads, set for a replay."""
-
-    def __init__(self, directory: str, parent: str, note: str, python: Optional[str]) -> None:
-        self.output_dir, self.output, self.parent, self.note, self.python = directory, None, parent, note, python
-        self.run_id, self.group, self.args_json = None, None, None
-        self.all_ranks = self.strict = self.quiet = self.print_doc = self.private_patch = self.keep_paths = False
-        self.repo: List[str] = []
-        self.data: List[str] = []
-        self.env_prefix: List[str] = []
-        self.redact_pattern: List[str] = []
-
-
 def refusal(rec: Mapping[str, Any], path: str, quick: Optional[int], target: str) -> Optional[str]:
     """Why the replay cannot start, said before anything runs (a long training must not end in "nothing to
     verify"), or None."""
@@ -198,7 +189,7 @@ def refusal(rec: Mapping[str, Any], path: str, quick: Optional[int], target: str
 
 
 def place(rec: Mapping[str, Any], p: Any, path: str, target: str) -> Tuple[Dict[str, str], List[Tuple[str, str, str]]]:
-    """Point the plan ``p`` (a :class:`~.rerun.Plan`) at the replay's directory (:func:`redirect`); raises
+    """Point the plan ``p`` (``rerun``'s ``Plan``) at the replay's directory (:func:`redirect`); raises
     ValueError when an output of the original would be written over all the same."""
     source = os.path.dirname(os.path.abspath(path))
     cwd = p.local(p.cwd) if p.cwd else os.getcwd()
@@ -210,22 +201,15 @@ def place(rec: Mapping[str, Any], p: Any, path: str, target: str) -> Tuple[Dict[
     return redirect(p, cwd, source, target, outputs)
 
 
-def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str, str], cwd: str,
-           quick: Optional[int], target: str, changes: List[Tuple[str, str, str]], moved: Mapping[str, str], *,
-           recorded: List[str], interpreter: Optional[str], home: Optional[str], rtol: float, atol: float) -> int:
-    """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun), verify; the exit status.
+def record_replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str, str], cwd: str,
+                  quick: Optional[int], target: str, changes: List[Tuple[str, str, str]], moved: Mapping[str, str],
+                  *, recorded: List[str], interpreter: Optional[str]) -> Optional[Tuple[int, Dict[str, Any]]]:
+    """Record the replay's manifest in ``target``, run ``argv`` (confirmed by rerun) and record how it ended:
+    (its exit status, the replay's manifest as read back), or None when refused (said why).
 
     The manifest records the command as the original did (``recorded``: ``python train.py``, not the
     interpreter ``argv`` resolved it to, which the environment section records), so that verify does not
     name the spelling as a cause and a replay of the replay runs alike."""
-    from ..manifest import reader
-    from ..manifest.model import OUTPUT_DIR_ENV, RUN_ID_ENV
-    from ..manifest.trace import MAX_STEPS_ENV
-    from ..record import adopt, outcome
-    from ..std import proc
-    from . import verify
-    from .generate import record_run
-
     run_id = str(rec.get("run_id", ""))
     run_env.pop(MAX_STEPS_ENV, None)  # one exported in the shell must not cut a --full replay short
     if quick:
@@ -235,19 +219,20 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
         os.makedirs(target, exist_ok=True)
     except OSError as exc:
         say("relaxrepro rerun: refused: cannot make %s: %s", target, (exc.strerror or str(exc)).lower())
-        return EXIT_REFUSED
+        return None
     say("relaxrepro rerun: replay of run %s (%s) into %s", run_id, "--quick %d" % quick if quick else "--full",
         target)
     for where, old, new in changes:
         say("relaxrepro rerun: %s: %s -> %s (the original's files stay as they are)", where, old, new)
     note = "replay of %s (%s)" % (run_id, "--quick %d" % quick if quick else "--full")
-    stop, doc, mine, _problems = record_run(_RunArgs(target, os.path.abspath(path), note, interpreter),
-                                            recorded, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
-    if stop is not None or mine is None or doc is None:
+    options = RunOptions(output_dir=target, parent=os.path.abspath(path), note=note, python=interpreter)
+    mine = record_run(options, recorded, dict(run_env), "rerun", cwd=cwd, replay_of=run_id)
+    doc = mine.doc
+    if mine.refused or mine.taken or mine.path is None or doc is None:
         say("relaxrepro rerun: refused: could not write the replay's manifest into %s", target)
-        return EXIT_REFUSED
-    run_env.update({RUN_ID_ENV: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(mine)})
-    say("relaxrepro rerun: manifest %s", mine)
+        return None
+    run_env.update({RUN_ID_ENV: str(doc.get("run_id")), adopt.ENV_MANIFEST: os.path.abspath(mine.path)})
+    say("relaxrepro rerun: manifest %s", mine.path)
     say("relaxrepro rerun: running %s", " ".join(shell_quote(a) for a in argv))
     sys.stderr.flush()
     sys.stdout.flush()
@@ -256,28 +241,19 @@ def replay(rec: Mapping[str, Any], path: str, argv: List[str], run_env: Dict[str
     status = proc.exit_status(result)
     if result.error is not None:
         say("relaxrepro rerun: could not start %s: %s", argv[0], result.error)
-    warning = outcome.record(mine, outcome.from_process(result.rc, result.error, result.seconds),
+    warning = outcome.record(mine.path, outcome.from_process(result.rc, result.error, result.seconds),
                              run_id=str(doc.get("run_id")))
     if warning:
         say("relaxrepro: warning: %s", warning)
     try:
-        new = reader.read_manifest_file(mine)[0]  # read as the original was: checked and normalised alike
+        new = reader.read_manifest_file(mine.path)[0]  # read as the original was: checked and normalised alike
     except reader.ManifestError as exc:
-        say("relaxrepro rerun: cannot read the replay's manifest %s: %s", mine, exc)
-        return EXIT_REFUSED
+        say("relaxrepro rerun: cannot read the replay's manifest %s: %s", mine.path, exc)
+        return None
     for original in sorted(before):
         if _stamp(original) != before[original]:
             say("relaxrepro rerun: warning: the replay wrote over the original's output %s", original)
-    old = comparable(rec, cwd, home, target, moved)
-    mine_cmp = comparable(new, cwd, home, target)
-    verdict = verify.verify(old, mine_cmp, rtol=rtol, atol=atol, steps=quick)
-    sys.stdout.write(verify.render(verdict))
-    recorded_status = get(rec, "outcome.exit_code", None)
-    if status != 0 and status != recorded_status:
-        say("relaxrepro rerun: the replay exited with status %d, the original with %s", status,
-            "status %s" % recorded_status if isinstance(recorded_status, int) else "no recorded status")
-        return EXIT_FAIL
-    return verify.exit_code(verdict)
+    return status, new
 
 
 def _stamp(path: str) -> Optional[Tuple[int, int, int]]:

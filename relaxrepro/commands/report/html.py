@@ -1,5 +1,5 @@
-"""The HTML of ``relaxrepro report``: pure functions from documents (and the results of ``compare``,
-``lineage``, ``diff`` and ``check``) to text. No I/O here.
+"""The HTML of ``relaxrepro report`` (part of that command, in its package): pure functions from documents
+(and the analyses of ``compare``, ``lineage``, ``diff`` and ``check``) to text. No I/O here.
 
 One rule holds it together: nothing read from a manifest reaches the page unescaped. Element text and
 attribute values go through :func:`esc` (control and bidi characters shown as escapes, then
@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import re
 
-from .._version import __version__
-from ..manifest.fields import MISSING, get, python_version, section, untracked_files
-from ..manifest.index import gpu_cell, outcome_text, short
-from ..manifest.index import trackers as index_trackers
-from ..std.sha import sha256
-from ..std.text import safe_text, shell_quote
+from ..._version import __version__
+from ...manifest.fields import MISSING, get, python_version, section, untracked_files
+from ...manifest.index import gpu_cell, outcome_text, short
+from ...manifest.index import trackers as index_trackers
+from ...std.sha import sha256
+from ...std.text import safe_text, shell_quote
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -132,8 +133,6 @@ def cell(value: Any, limit: int = 200) -> str:
     if value is MISSING:
         return "(absent)"
     if isinstance(value, (dict, list)):
-        import json
-
         value = json.dumps(value, sort_keys=True, ensure_ascii=False)
     return esc(value, limit)
 

@@ -1,4 +1,4 @@
-"""The rules of ``check``: a pure judgement of a recorded document against this machine's.
+"""The rules of ``check``: a pure judgement of a recorded document against this machine's (or another run's).
 
 It judges what matters, not what merely differs: a new SLURM job id, run id, hostname, time, a new
 untracked file or a bookkeeping env var are information, never a failure. An item the manifest lacks
@@ -12,8 +12,7 @@ import json
 from ..manifest import fields
 from ..manifest.fields import MISSING, get, scalar, section
 from ..manifest.model import DECISIVE_PACKAGES
-from ..std.records import Record
-from ._common import EXIT_FAIL, EXIT_OK
+from ..std.records import Factory, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -53,24 +52,17 @@ def is_info_env(name: str) -> bool:
 class Item(Record):
     """One row of the report."""
 
-    _fields = ("item", "recorded", "here", "verdict", "note")
-
-    def __init__(self, item: str, recorded: str, here: str, verdict: str, note: str = "") -> None:
-        self.item = item
-        self.recorded = recorded
-        self.here = here
-        self.verdict = verdict
-        self.note = note
+    item: str
+    recorded: str
+    here: str
+    verdict: str
+    note: str = ""
 
 
 class Report(Record):
-    _fields = ("items", "warnings", "run_id")
-
-    def __init__(self, items: Optional[List[Item]] = None, warnings: Optional[List[str]] = None,
-                 run_id: str = "") -> None:
-        self.items: List[Item] = [] if items is None else items
-        self.warnings: List[str] = [] if warnings is None else warnings
-        self.run_id = run_id
+    items: List[Item] = Factory(list)
+    warnings: List[str] = Factory(list)
+    run_id: str = ""
 
     def counts(self) -> Dict[str, int]:
         out = {v: 0 for v in VERDICTS}
@@ -85,9 +77,23 @@ class Report(Record):
             return NOTHING
         return FAIL if counts[FAIL] else WARN if counts[WARN] else PASS
 
-    def exit_code(self, strict: bool = False) -> int:
+    def failed(self, strict: bool = False) -> bool:
+        """Whether the run cannot be reproduced here: any FAIL, nothing to compare, or (``strict``) any WARN."""
         verdict = self.verdict
-        return EXIT_FAIL if verdict in (FAIL, NOTHING) or (strict and verdict == WARN) else EXIT_OK
+        return verdict in (FAIL, NOTHING) or (strict and verdict == WARN)
+
+    def summary_line(self, *, strict: bool = False) -> str:
+        """One line: the verdict, what it means, and how many items had each verdict."""
+        counts = self.counts()
+        verdict = self.verdict
+        if verdict == NOTHING:
+            return "nothing to compare: the manifest records none of the items check judges (%d not recorded)" % (
+                counts[NOT_RECORDED])
+        meaning = {PASS: "compatible", WARN: "compatible, with warnings", FAIL: "not compatible"}[verdict]
+        if strict and verdict == WARN:
+            meaning = "fails under --strict"
+        return "%s (%s): %d FAIL, %d WARN, %d PASS, %d INFO, %d not recorded" % (
+            verdict, meaning, counts[FAIL], counts[WARN], counts[PASS], counts[INFO], counts[NOT_RECORDED])
 
 
 # -- the pure judgement -------------------------------------------------------------------------
@@ -130,6 +136,12 @@ def _equal_item(item: str, rec: Any, here: Any, differ: str, *, missing_here: st
     if b is None:
         return Item(item, a, "-", missing_here, "not found here" if missing_here != INFO else "")
     return Item(item, a, b, PASS if norm(a) == norm(b) else differ)
+
+
+def judge(rec: Mapping[str, Any], here: Mapping[str, Any], hints: Optional[Dict[str, Any]] = None,
+          notes: Optional[List[str]] = None) -> Report:
+    """The report on ``rec`` judged against ``here`` (this machine as collected, or another run's document)."""
+    return Report(items=compare_documents(rec, here, hints), warnings=list(notes or []), run_id=cell(rec.get("run_id")))
 
 
 def compare_documents(rec: Mapping[str, Any], here: Mapping[str, Any],

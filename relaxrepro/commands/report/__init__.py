@@ -5,8 +5,8 @@ under ``.``) gives a run page, with its ancestry and descendants when directorie
 the ``diff`` of the two; directories alone give every run below them: a table, the lineage graph, a sweep
 per group (``compare``'s table) and a card per run; ``--group NAME`` only that group's runs.
 
-The data comes from the commands that already compute it (``compare_group``, ``ancestry``,
-``diff_documents``, ``check``'s rules); :mod:`.report_html` turns it into the page. The page is written
+The data comes from the analyses the commands share (:mod:`relaxrepro.analyze`: ``compare_group``, ``ancestry``,
+``diff_documents``, ``check``'s rules); :mod:`.html` turns it into the page. The page is written
 atomically, and only over a file that is itself a relaxrepro report.
 """
 
@@ -16,11 +16,18 @@ import os
 import re
 import sys
 
-from ..manifest import index
-from ..manifest.fields import get
-from ..manifest.reader import ManifestError, read_manifest_file
-from . import report_html as H
-from ._common import EXIT_FAIL, EXIT_OK, EXIT_USAGE, say
+from ...analyze.check import judge
+from ...analyze.compare import compare_group
+from ...analyze.diff import CATEGORIES, diff_documents, summary_line
+from ...analyze.lineage import ancestry, descendants
+from ...manifest import index
+from ...manifest.fields import get
+from ...manifest.reader import ManifestError, read_manifest_file
+from ...manifest.runindex import find_run
+from ...manifest.writer import describe_os_error, replace_atomically
+from ...std.files import read_regular
+from .._common import Exit, say
+from . import html as H
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -45,7 +52,7 @@ class _Unreadable(_Refused):
 
 def _fail(template: str, *values: Any) -> int:
     say("relaxrepro report: error: " + template, *values)
-    return EXIT_USAGE
+    return Exit.USAGE
 
 
 def _read(path: str) -> Dict[str, Any]:
@@ -56,7 +63,6 @@ def _read(path: str) -> Dict[str, Any]:
 
 
 def _find(run_id: str, roots: Sequence[str]) -> str:
-    from ..manifest.runindex import find_run
 
     path = find_run(run_id, roots)
     if path is not None:
@@ -126,8 +132,6 @@ def _by_time(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = "") -> str:
     """One run: its full card, ``check``'s verdicts when asked, its ancestry and descendants under ``roots``."""
-    from .lineage import ancestry, descendants
-
     result = ancestry(path, list(roots))
     chain = [c for c in result["chain"] if c.get("run_id") is not None]
     nodes = [{"id": str(c["run_id"]), "depth": i, "missing": c.get("missing"),
@@ -160,8 +164,6 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
 
 def diff_page(paths: Sequence[str], docs: Sequence[Dict[str, Any]]) -> str:
     """Two runs: ``diff``'s changes side by side in its ranking, then both cards."""
-    from .diff import CATEGORIES, diff_documents, summary_line
-
     changes, hidden = diff_documents(docs[0], docs[1])
     body = H.diff_section(changes, hidden, summary_line(changes, hidden), docs[0].get("run_id"),
                           docs[1].get("run_id"), CATEGORIES)
@@ -173,8 +175,6 @@ def diff_page(paths: Sequence[str], docs: Sequence[Dict[str, Any]]) -> str:
 def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str] = None,
               chart: Optional[str] = None) -> str:
     """Many runs: the table, the lineage graph, one sweep per group of two runs or more, a card per run."""
-    from .compare import compare_group
-
     docs = _by_time([e.doc for e in entries])
     paths = {e.run_id: e.path for e in entries}
     by_id = {str(d.get("run_id")): d for d in docs}
@@ -197,8 +197,6 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
 
 def _ours(path: str) -> bool:
     """Whether ``path`` is a report this command wrote (the only kind of file it replaces)."""
-    from ..std.files import read_regular
-
     try:
         head = read_regular(path, 2048)
     except OSError:
@@ -217,8 +215,6 @@ def target(output: Optional[str], default: str) -> str:
 
 
 def write(path: str, text: str) -> None:
-    from ..manifest.writer import replace_atomically
-
     parent = os.path.dirname(os.path.abspath(path))
     os.makedirs(parent, exist_ok=True)
     replace_atomically(path, text.encode("utf-8", "replace"))
@@ -260,34 +256,31 @@ def run(args: argparse.Namespace) -> int:
             if not good:
                 say("relaxrepro report: error: no %s under %s", "runs in group '%s'" % args.group if args.group
                     else "manifest_*.json", ", ".join(roots))
-                return EXIT_FAIL
+                return Exit.FAIL
             text = runs_page(good, roots, args.group, args.chart)
             default = _name(args.group) if args.group else "report.html"
         path = target(args.output, default)
         write(path, text)
     except _Unreadable as exc:
         say("relaxrepro report: %s", str(exc))
-        return EXIT_USAGE
+        return Exit.USAGE
     except _Refused as exc:
         return _fail("%s", str(exc))
     except OSError as exc:
-        from ..manifest.writer import describe_os_error
-
         return _fail("%s", describe_os_error(exc, args.output or "the report"))
     say("%s", path, out=sys.stdout)
-    return EXIT_OK
+    return Exit.OK
 
 
 def _check(doc: Dict[str, Any], args: argparse.Namespace) -> str:
     """``check``'s verdicts: against the manifest ``--against`` names, or this machine (``--here``)."""
-    from .check import evaluate, summary_line
-    from .check_rules import Report, cell, compare_documents
-
     if args.against:
         other = _read(args.against)
-        report = Report(items=compare_documents(doc, other), run_id=cell(doc.get("run_id")))
+        report = judge(doc, other)
         where = "compared with %s (run %s)" % (args.against, other.get("run_id"))
     else:
-        report = evaluate(doc, repos={}, env=dict(os.environ))
+        from ...collect.here import collect_here  # lazy: ~15 ms (the probes' registry), only for --here
+
+        report = judge(doc, *collect_here(doc, repos={}, env=dict(os.environ)))
         where = "compared with this machine"
-    return H.check_block(report.items, summary_line(report), where)
+    return H.check_block(report.items, report.summary_line(), where)

@@ -1,0 +1,408 @@
+"""Did run B reproduce run A? Outputs, metrics and the trace, bit for bit unless told (``verify``, and
+``rerun --quick/--full`` after its replay).
+
+Pure over two documents (:func:`verify`, and :func:`render` for people), so both commands print the same
+verdict. Rules, each pinned by a test:
+
+- bit-exact by default: two floats are the same when their bits are (``-0.0`` and ``0.0`` differ, and the
+  report says it is the sign alone); any NaN equals any NaN (a trace keeps NaN as ``nan``, payload-free);
+- with ``--rtol``/``--atol``: ``|a - b| <= atol + rtol * |b|`` (``b``: B's value; inclusive, as
+  ``numpy.isclose``), so ``-0.0`` and ``0.0`` are the same; NaN still only equals NaN, an infinity only itself;
+- an output is the same when both digests are; missing on one side (or both) it differs; a digest not
+  recorded in full (an unreadable file) is never called the same: with nothing else differing the verdict is
+  "nothing to verify" (exit 2), not "reproduced";
+- a side without ``results`` (any manifest before 1.3) leaves "nothing to verify"; a section recorded on one
+  side only (metrics, outputs, the trace) is a divergence;
+- the trace is compared on the steps both kept (by step number); runs of another length differ, a trace cut
+  by the size cap is compared on what is left and says so. ``--steps N``: only the first N steps each kept,
+  nothing else (what a quick replay checks).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ..manifest.fields import MISSING as ABSENT
+from ..std.text import safe_format
+from .diff import diff_documents
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+REPRODUCED = "reproduced"
+DIVERGED = "diverged"
+NOTHING = "nothing to verify"
+
+SAME, DIFFERS, MISSING, INCOMPLETE = "same", "differs", "missing", "incomplete"
+MAX_CAUSES = 8
+
+
+# -- values -------------------------------------------------------------------------------------------
+
+def number(value: Any) -> Any:
+    """A recorded value as a number: an int as itself; a float; ``float.hex`` and ``"NaN"``/``"Infinity"``
+    strings parsed; None for anything else (a ``repr`` the trace kept, a bad field)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        try:
+            return float.fromhex(value) if "0x" in value else float(value)
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+def same_value(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> bool:
+    """Whether two recorded values agree: bit for bit without a tolerance, else ``|a-b| <= atol + rtol*|b|``."""
+    x, y = number(a), number(b)
+    if x is None or y is None:
+        return a == b and x is None and y is None  # two reprs: the same text
+    if isinstance(x, float) and math.isnan(x) or isinstance(y, float) and math.isnan(y):
+        return isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
+    if not rtol and not atol:
+        if isinstance(x, int) and isinstance(y, int):
+            return x == y
+        return x == y and math.copysign(1.0, x) == math.copysign(1.0, y)
+    if math.isinf(x) or math.isinf(y):
+        return x == y
+    return abs(x - y) <= atol + rtol * abs(y)
+
+
+def sign_only(a: Any, b: Any) -> bool:
+    """``-0.0`` against ``0.0``: equal values, another sign bit."""
+    x, y = number(a), number(b)
+    return x is not None and y is not None and x == 0 and y == 0 and \
+        math.copysign(1.0, x) != math.copysign(1.0, y)
+
+
+def rel_diff(a: Any, b: Any) -> Any:
+    """``|a-b| / |b|``; ``"Infinity"`` when ``b`` is 0 and ``a`` is not; None when either is no finite number."""
+    x, y = number(a), number(b)
+    if x is None or y is None or not (math.isfinite(x) and math.isfinite(y)):
+        return None
+    if x == y:
+        return 0.0
+    return abs(x - y) / abs(y) if y else "Infinity"
+
+
+def shown(value: Any) -> str:
+    """A recorded value for people: a float in its shortest exact decimal form (``repr``), else as written."""
+    x = number(value)
+    if isinstance(value, str) and "0x" in value and x is not None:
+        return repr(x)
+    return "missing" if value is None else str(value)
+
+
+# -- the comparison --------------------------------------------------------------------------------------
+
+def _results(doc: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    results = doc.get("results")
+    return results if isinstance(results, dict) and results else None
+
+
+def compare_outputs(a: Any, b: Any) -> List[Dict[str, Any]]:
+    """One row per path of either side: ``{path, status, old, new}`` (digests, None where absent), and
+    ``old_path`` where the old run kept the same file elsewhere (see :func:`_moved`)."""
+    a = a if isinstance(a, dict) else {}
+    b = b if isinstance(b, dict) else {}
+    moved = _moved(set(a) - set(b), set(b) - set(a))  # {new path: old path}
+    pairs = [(moved.get(p, p), p) for p in sorted((set(a) - set(moved.values())) | set(b), key=str)]
+    rows = []
+    for old_path, path in pairs:
+        ea, eb = a.get(old_path), b.get(path)
+        da = ea.get("sha256") if isinstance(ea, dict) else None
+        db = eb.get("sha256") if isinstance(eb, dict) else None
+        row: Dict[str, Any] = {"path": path, "old": da, "new": db}
+        if old_path != path:
+            row["old_path"] = old_path
+        if _absent(ea) and _absent(eb):  # neither run left it: nothing to tell them apart by
+            row["status"] = INCOMPLETE
+            row["why"] = "missing in both"
+        elif _absent(ea) or _absent(eb):
+            row["status"] = MISSING
+            row["missing_in"] = "old" if _absent(ea) else "new"
+        elif not isinstance(da, str) or not isinstance(db, str):
+            row["status"] = INCOMPLETE
+            row["why"] = "digest not recorded in full in %s" % ("both" if da == db else "old" if da is None else "new")
+        else:
+            row["status"] = SAME if da == db and ea.get("kind") == eb.get("kind") else DIFFERS
+        rows.append(row)
+    return rows
+
+
+def _moved(only_a: Any, only_b: Any) -> Dict[str, str]:
+    """{new path: old path} for outputs each run wrote into its own directory (``runs/a/weights.pt``,
+    ``runs/b/weights.pt``): paired by file name where that name is one output's alone on each side."""
+    def by_name(paths: Any) -> Dict[str, List[str]]:
+        names: Dict[str, List[str]] = {}
+        for p in paths:
+            names.setdefault(str(p).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1], []).append(p)
+        return names
+
+    na, nb = by_name(only_a), by_name(only_b)
+    return {nb[n][0]: na[n][0] for n in na if len(na[n]) == 1 and len(nb.get(n, ())) == 1}
+
+
+def _absent(entry: Any) -> bool:
+    return not isinstance(entry, dict) or entry.get("kind") == "missing"
+
+
+def compare_metrics(a: Any, b: Any, rtol: float, atol: float) -> List[Dict[str, Any]]:
+    """One row per metric of either side: ``{name, status, old, new, rel_diff}``."""
+    a = a if isinstance(a, dict) else {}
+    b = b if isinstance(b, dict) else {}
+    rows = []
+    for name in sorted(set(a) | set(b), key=str):
+        va, vb = a.get(name), b.get(name)
+        row: Dict[str, Any] = {"name": name, "old": va, "new": vb, "rel_diff": rel_diff(va, vb)}
+        if name not in a or name not in b:
+            row["status"] = MISSING
+        elif number(va) is None or number(vb) is None:
+            row["status"] = INCOMPLETE
+        else:
+            row["status"] = SAME if same_value(va, vb, rtol, atol) else DIFFERS
+            if sign_only(va, vb) and row["status"] == DIFFERS:
+                row["note"] = "-0.0 against 0.0: the same value with another sign bit"
+        rows.append(row)
+    return rows
+
+
+def _trace_rows(trace: Mapping[str, Any]) -> Tuple[List[Any], Dict[Any, Dict[str, Any]], List[str], bool]:
+    """(steps in order, {step: {name: value}}, names, cut): a cut trace (size cap) keeps its complete rows."""
+    steps = trace.get("steps") if isinstance(trace.get("steps"), list) else []
+    names = trace.get("names") if isinstance(trace.get("names"), list) else []
+    values = trace.get("values") if isinstance(trace.get("values"), list) else []
+    columns = [c if isinstance(c, list) else [] for c in values[:len(names)]]
+    n = min([len(steps)] + [len(c) for c in columns]) if names else len(steps)
+    cut = n < len(steps) or any(len(c) != len(steps) for c in columns) or len(columns) < len(names) or \
+        any(str(k).endswith("_truncated") for k in trace)
+    rows: Dict[Any, Dict[str, Any]] = {}
+    order: List[Any] = []
+    for j in range(n):
+        step = steps[j]
+        if not isinstance(step, (int, float)) or isinstance(step, bool) or step in rows:
+            continue
+        rows[step] = {str(names[i]): columns[i][j] for i in range(len(columns)) if columns[i][j] is not None}
+        order.append(step)
+    return order, rows, [str(x) for x in names], cut
+
+
+def compare_trace(a: Any, b: Any, rtol: float, atol: float, steps: Optional[int]) -> Optional[Dict[str, Any]]:
+    """The traces side by side: ``{status, compared, differing, first: {step, scalar, old, new}, notes}``;
+    None when neither side has one."""
+    has_a, has_b = isinstance(a, dict), isinstance(b, dict)
+    if not has_a and not has_b:
+        return None
+    if not has_a or not has_b:
+        return {"status": MISSING, "missing_in": "old" if not has_a else "new", "compared": 0, "differing": 0,
+                "first": None, "notes": []}
+    order_a, rows_a, names_a, cut_a = _trace_rows(a)
+    order_b, rows_b, names_b, cut_b = _trace_rows(b)
+    notes: List[str] = []
+    if steps is not None:
+        order_a, order_b = order_a[:steps], order_b[:steps]
+    in_b = set(order_b)
+    common = [s for s in order_a if s in in_b]
+    only_a = len(order_a) - len(common)
+    only_b = len(order_b) - len(common)
+    names = names_a + [n for n in names_b if n not in names_a]
+    first = None
+    differing = 0
+    for step in common:
+        ra, rb = rows_a[step], rows_b[step]
+        bad = [n for n in names if (n in ra or n in rb) and not (n in ra and n in rb and
+                                                                 same_value(ra[n], rb[n], rtol, atol))]
+        if bad:
+            differing += 1
+            if first is None:
+                name = bad[0]
+                first = {"step": step, "scalar": name, "old": ra.get(name), "new": rb.get(name)}
+                if sign_only(ra.get(name), rb.get(name)):
+                    first["note"] = "-0.0 against 0.0: the same value with another sign bit"
+    status = DIFFERS if differing else SAME
+    for cut, side in ((cut_a, "old"), (cut_b, "new")):
+        if cut:
+            notes.append("the %s trace was cut by the size cap: compared on the steps it kept" % side)
+    if (only_a or only_b) and not (cut_a or cut_b):
+        status = DIFFERS
+        notes.append("steps recorded on one side only: %d in old, %d in new" % (only_a, only_b))
+    if steps is None and not (cut_a or cut_b) and a.get("last_step") != b.get("last_step"):
+        status = DIFFERS
+        notes.append("old ran to step %s, new to step %s" % (a.get("last_step"), b.get("last_step")))
+    if not common:
+        status = DIFFERS if status == DIFFERS else INCOMPLETE
+        notes.append("no step recorded on both sides")
+    return {"status": status, "compared": len(common), "differing": differing, "first": first, "notes": notes}
+
+
+def verify(old: Mapping[str, Any], new: Mapping[str, Any], *, rtol: float = 0.0, atol: float = 0.0,
+           steps: Optional[int] = None) -> Dict[str, Any]:
+    """Whether ``new`` reproduced ``old``: ``{"verdict": "reproduced" | "diverged" | "nothing to verify",
+    "why", "outputs", "metrics", "trace", "causes", ...}`` (see the module docstring for the rules).
+    ``steps``: compare the first ``steps`` trace steps only, not outputs nor metrics."""
+    out: Dict[str, Any] = {
+        "old": {"run_id": old.get("run_id")}, "new": {"run_id": new.get("run_id")},
+        "rtol": rtol, "atol": atol, "steps": steps, "exact": not rtol and not atol,
+        "outputs": [], "metrics": [], "trace": None, "causes": [], "why": "",
+    }
+    ra, rb = _results(old), _results(new)
+    if ra is None or rb is None:
+        side = "either" if ra is None and rb is None else "old" if ra is None else "new"
+        out.update(verdict=NOTHING, why="no results recorded in %s run (relaxrepro.result, trace, "
+                   "run --outputs)" % side)
+        return out
+    if steps is None:
+        out["outputs"] = compare_outputs(ra.get("outputs"), rb.get("outputs"))
+        out["metrics"] = compare_metrics(ra.get("metrics"), rb.get("metrics"), rtol, atol)
+    out["trace"] = compare_trace(ra.get("trace"), rb.get("trace"), rtol, atol, steps)
+    if steps is not None and (out["trace"] is None or out["trace"]["status"] == MISSING):
+        out.update(verdict=NOTHING, why="--steps compares the trace, and %s run recorded none" % (
+            "either" if out["trace"] is None else out["trace"]["missing_in"]))
+        return out
+    statuses = [r["status"] for r in out["outputs"] + out["metrics"]]
+    if out["trace"] is not None:
+        statuses.append(out["trace"]["status"])
+    if not statuses:
+        out.update(verdict=NOTHING, why="neither run recorded outputs, metrics or a trace")
+    elif any(s in (DIFFERS, MISSING) for s in statuses):
+        out.update(verdict=DIVERGED, why=_count_line(statuses))
+        out["causes"] = likely_causes(old, new)
+    elif INCOMPLETE in statuses:
+        out.update(verdict=NOTHING, why="nothing differs, but not everything was recorded in full: " +
+                   _count_line(statuses))
+    else:
+        out.update(verdict=REPRODUCED, why=_count_line(statuses))
+    return out
+
+
+def _count_line(statuses: List[str]) -> str:
+    counts = [(s, statuses.count(s)) for s in (SAME, DIFFERS, MISSING, INCOMPLETE) if s in statuses]
+    return ", ".join("%d %s" % (n, s) for s, n in counts)
+
+
+# -- why they may differ -----------------------------------------------------------------------------
+
+_HARDWARE = (("gpu", "another GPU model"), ("driver", "another GPU driver"), ("cudnn", "another cuDNN"),
+             ("nccl", "another NCCL"), ("cuda", "another CUDA"))
+
+
+def likely_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
+    """What in the two manifests most often explains a different result, most likely first: determinism
+    switches off (the seeds verdict), another seed, GPU model/driver/cuDNN/NCCL, world size, packages, code,
+    arguments. From :func:`relaxrepro.analyze.diff.diff_documents`; at most :data:`MAX_CAUSES` lines."""
+    causes: List[str] = []
+    off = {}
+    for doc, side in ((old, "old"), (new, "new")):
+        seeds = doc.get("seeds") if isinstance(doc.get("seeds"), dict) else {}
+        missing = seeds.get("missing") if isinstance(seeds.get("missing"), list) else []
+        if seeds.get("bit_reproducible") is False and missing:
+            # each reason up to its explanation: "PYTHONHASHSEED is not set: str hashes ..." -> the first part
+            reasons = [str(m).split(": ")[0] for m in missing]
+            off[side] = "; ".join(reasons[:3]) + (" (+%d more)" % (len(reasons) - 3) if len(reasons) > 3 else "")
+    if off.get("old") and off.get("old") == off.get("new"):
+        causes.append("determinism switches off in both runs: %s" % off["old"])
+    else:
+        causes.extend("determinism switches off in the %s run: %s" % (side, off[side]) for side in ("old", "new")
+                      if side in off)
+    changes, _hidden = diff_documents(old, new)
+    buckets: Dict[str, List[str]] = {}
+    for c in changes:
+        path = c.path.lower()
+        what = None
+        if path.startswith("seeds.values"):
+            what = "another seed"
+        elif path.startswith("training.world_size") or path.endswith("world_size"):
+            what = "another world size"
+        elif c.category == "hardware":
+            what = next((label for key, label in _HARDWARE if key in path), None)
+        elif c.category == "packages":
+            what = "other packages"
+        elif c.category == "code":
+            what = "other code"
+        elif c.category == "seeds":
+            what = "other determinism settings"
+        elif c.category in ("env", "config") and not path.startswith("results"):
+            what = "other arguments or environment"
+        if what is not None:
+            buckets.setdefault(what, []).append(_change_text(c))
+    order = ("another seed", "other determinism settings", "another GPU model", "another GPU driver",
+             "another cuDNN", "another NCCL", "another CUDA", "another world size", "other packages", "other code",
+             "other arguments or environment")
+    for what in order:
+        items = buckets.get(what)
+        if items:
+            causes.append("%s: %s%s" % (what, ", ".join(items[:3]), " (+%d more)" % (len(items) - 3)
+                                        if len(items) > 3 else ""))
+    return causes[:MAX_CAUSES]
+
+
+def _change_text(c: Any) -> str:
+    def one(v: Any) -> str:
+        text = "absent" if v is ABSENT else json.dumps(v, sort_keys=True, default=str)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    if c.kind == "nodes":
+        return str(c.extra.get("summary"))
+    return "%s %s -> %s" % (c.path, one(c.old), one(c.new))
+
+
+# -- showing it ----------------------------------------------------------------------------------------
+
+def render(result: Mapping[str, Any]) -> str:
+    """The report for people; every value from the manifests escaped."""
+    how = "bit-exact" if result.get("exact") else "rtol=%g atol=%g" % (result.get("rtol"), result.get("atol"))
+    if result.get("steps") is not None:
+        how += ", first %d trace steps" % result["steps"]
+    lines = [safe_format("verify %s -> %s: %s (%s)", result["old"].get("run_id"), result["new"].get("run_id"),
+                         result["verdict"], how)]
+    if result.get("why"):
+        lines.append(safe_format("  %s", result["why"]))
+    if result.get("outputs"):
+        lines.append("outputs:")
+        for r in result["outputs"]:
+            if r["status"] == SAME:
+                detail = safe_format("sha256 %s", str(r["new"])[:12])
+            elif r["status"] == DIFFERS:
+                detail = safe_format("sha256 %s -> %s", str(r["old"])[:12], str(r["new"])[:12])
+            elif r["status"] == MISSING:
+                detail = "missing in %s" % r["missing_in"]
+            else:
+                detail = safe_format("%s", r.get("why"))
+            where = safe_format("%s -> %s", r["old_path"], r["path"]) if r.get("old_path") else r["path"]
+            lines.append(safe_format("  %-10s %s  ", r["status"], where) + detail)
+    if result.get("metrics"):
+        lines.append("metrics:")
+        for r in result["metrics"]:
+            text = safe_format("  %-10s %s  %s", r["status"], r["name"], shown(r["old"]))
+            if r["status"] != SAME:
+                text += safe_format(" -> %s", shown(r["new"]))
+                if isinstance(r.get("rel_diff"), float) and r["rel_diff"]:
+                    text += " (relative difference %.3g)" % r["rel_diff"]
+            if r.get("note"):
+                text += safe_format("  (%s)", r["note"])
+            lines.append(text)
+    t = result.get("trace")
+    if t is not None:
+        if t["status"] == MISSING:
+            lines.append("trace: missing in %s" % t["missing_in"])
+        else:
+            lines.append("trace: %s, %d step%s compared%s" % (
+                t["status"], t["compared"], "" if t["compared"] == 1 else "s",
+                ", %d differ" % t["differing"] if t["differing"] else ""))
+            f = t.get("first")
+            if f:
+                lines.append(safe_format("  first parts at step %s, %s: %s -> %s", f["step"], f["scalar"],
+                                         shown(f["old"]), shown(f["new"])) +
+                             safe_format(" (%s -> %s)", f["old"], f["new"]))
+                if f.get("note"):
+                    lines.append(safe_format("  (%s)", f["note"]))
+            for note in t.get("notes") or ():
+                lines.append(safe_format("  %s", note))
+    if result.get("causes"):
+        lines.append("likely causes:")
+        lines.extend(safe_format("  - %s", c) for c in result["causes"])
+    return "\n".join(lines) + "\n"
