@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
     if module is None:
         say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
         return EXIT_USAGE
-    from ..manifest import redact, writer
+    from ..collect.context import policy_of
+    from ..manifest import writer
     from ..record import trackers
 
     try:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
         return EXIT_USAGE
     try:
-        policy = redact.policy_of(doc)
+        policy = policy_of(doc)
         trackers.note(doc, [attachment], policy)
         path = args.manifest
         try:

@@ -107,10 +107,10 @@ def record_run(args: argparse.Namespace, command: List[str], env: dict, verb: st
 
 def _redactor(args: argparse.Namespace, env: dict, verb: str) -> object:
     """The run's one redaction policy from ``--redact-pattern`` and ``--keep-paths``; None (said why) if bad."""
-    from ..manifest.redact import Redactor
+    from ..collect.context import default_policy
 
     try:
-        return Redactor.for_environment(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
+        return default_policy(env, extra_patterns=args.redact_pattern, keep_paths=args.keep_paths)
     except ValueError as exc:
         say("relaxrepro %s: error: %s", verb, exc)
         return None

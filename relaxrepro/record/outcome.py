@@ -80,17 +80,18 @@ def record(path: str, outcome: Optional[Dict[str, Any]], *, run_id: Optional[str
             return "could not add the outcome to %s: it is no longer a manifest" % path
         if run_id is not None and on_disk.get("run_id") != run_id:
             return "could not add the outcome to %s: it now holds run %s" % (path, on_disk.get("run_id"))
+        from ..collect.context import policy_of
         from ..manifest import redact
 
         if doc is not None and doc.get("run_id") == on_disk.get("run_id"):
-            doc = redact.redact_document(dict(doc), redact.policy_of(doc))
+            doc = redact.redact_document(dict(doc), policy_of(doc))
         else:
             doc = on_disk
         if results:
             from .results import merge
 
             merge(doc, **results)
-            doc = redact.redact_document(doc, redact.policy_of(doc))
+            doc = redact.redact_document(doc, policy_of(doc))
         if outcome is not None:
             previous = doc.get("outcome")
             doc["outcome"] = dict(previous, **outcome) if isinstance(previous, dict) else dict(outcome)
