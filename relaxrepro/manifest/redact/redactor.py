@@ -132,6 +132,7 @@ class Redactor:
         return walk(obj)
 
     def count(self, rule: str, n: int = 1) -> None:
+        """Note that ``rule`` fired ``n`` times."""
         self.counts[rule] = self.counts.get(rule, 0) + n
         self._fired += n
 
@@ -189,13 +190,14 @@ class Redactor:
         return value, False
 
     def scan(self, s: str, mode: Optional[str] = None) -> str:
-        """``mode``: how the file holding ``s`` writes its values (see ``_file_mode``); None when unknown."""
+        """Run every rule over ``s``. ``mode``: how the file holding ``s`` writes its values (see
+        :func:`~.assignments.file_mode`); None when unknown."""
         if (s in self._clean and mode is None) or (len(s) < 3 and not self.extra):
             return s
         original = s
         before = self._fired
         s = self._rules(s, mode)
-        # Strings that went through untouched are remembered: manifest.build and manifest.write pass the
+        # Strings that went through untouched are remembered: assemble.build and writer.write pass the
         # same document through the same Redactor, and most strings (versions, names) repeat.
         if s == original and self._fired == before and len(self._clean) < 50000 and mode is None:
             self._clean.add(s)
@@ -324,18 +326,18 @@ class Redactor:
             if i in tools:
                 out.append(self.text(tools[i]))
             elif prev_kind and not a.startswith("-"):
-                new, done = self._by_kind_safe(prev_kind, a)
+                new, done = self._judge_safe(prev_kind, a)
                 out.append(new if done else self.text(new))
             elif a[:1] == "-" and "=" in a and name_kind(a.split("=", 1)[0].lstrip("-")) in (KIND_SECRET, KIND_WEAK):
                 name, value = a.split("=", 1)  # one word: '--password=a b&c' holds the whole of 'a b&c'
-                new, done = self._by_kind_safe(name_kind(name.lstrip("-")), value)
+                new, done = self._judge_safe(name_kind(name.lstrip("-")), value)
                 out.append(name + "=" + (new if done else self.text(new)))
             else:
                 out.append(self.text(a))
             prev_kind = flag_kind(a)
         return out
 
-    def _by_kind_safe(self, kind: int, value: str) -> Tuple[str, bool]:
+    def _judge_safe(self, kind: int, value: str) -> Tuple[str, bool]:
         try:
             return self.judge(kind, value)
         except Exception:
