@@ -329,10 +329,10 @@ def _find_trackers(manifest: Dict[str, Any], integrations: Optional[bool], tenso
             return []
         found = trackers.find(sys.modules, sys._getframe(1), tensorboard)
         if found:
-            from .manifest import redact
+            from .collect.context import policy_of
 
             with _lock:
-                trackers.note(manifest, found, redact.policy_of(manifest))
+                trackers.note(manifest, found, policy_of(manifest))
         return found
     except Exception as exc:
         log.warning("relaxrepro: could not look for tracker runs: %s: %s", type(exc).__name__, exc)
@@ -342,11 +342,11 @@ def _find_trackers(manifest: Dict[str, Any], integrations: Optional[bool], tenso
 def _send_trackers(found: List[Any], path: str, manifest: Dict[str, Any], final: bool = False) -> None:
     """Hand the written manifest to the tracker runs, waiting at most ``trackers.SEND_S`` (one warning)."""
     try:
-        from .manifest import redact
+        from .collect.context import policy_of
         from .record import trackers
 
         with _lock:
-            info = trackers.summary(manifest, redact.policy_of(manifest))
+            info = trackers.summary(manifest, policy_of(manifest))
         done, value = _bounded(functools.partial(trackers.send, found, path, info, sys.modules, final),
                                trackers.SEND_S, "trackers")
         if not done:
@@ -578,9 +578,9 @@ def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:
     if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
         return None
     from .collect import runner
+    from .collect.context import policy_of
     from .collect.probes import ray as ray_probe
     from .collect.probes import training
-    from .manifest import redact
 
     live = ray_probe.runtime_from_ray_nodes(
         ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)
@@ -602,7 +602,7 @@ def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:
         kept = {k: v for k, v in (manifest.get("training") or {}).items() if k not in training.OWNED_KEYS}
         kept.update(derived)
         manifest["training"] = kept
-        red = redact.policy_of(manifest)  # the policy the manifest was collected with
+        red = policy_of(manifest)  # the policy the manifest was collected with
         for section in ("runtime", "training"):
             manifest[section] = red.value(manifest[section])
     return runner.Outcome()

@@ -113,10 +113,10 @@ def test_the_checks_catch_what_they_look_for() -> None:
 def test_pasted_output_holds_no_secrets_or_home_paths() -> None:
     # The redactor itself, over every line of every code block: nothing in the guides may look like a
     # credential or a home directory. (The example's made-up SLURM nodelist is an internal host name: allowed.)
-    from relaxrepro.manifest.redact import Redactor
+    from relaxrepro.collect.context import default_policy
 
     for lang in GUIDES:
-        redactor = Redactor.for_environment({})
+        redactor = default_policy({})
         _, code = _split(_text(lang))
         changed = [line for line in code if redactor.text(line) != line and "SLURM_JOB_NODELIST=" not in line]
         fired = {rule: n for rule, n in redactor.counts.items() if rule != "internal-host"}

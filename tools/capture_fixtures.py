@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from relaxrepro.collect.context import default_policy  # noqa: E402
 from relaxrepro.collect.probes import nvidia  # noqa: E402
 from relaxrepro.manifest.redact import Redactor  # noqa: E402
 from relaxrepro.std import proc  # noqa: E402
@@ -111,7 +112,7 @@ def default_label(outputs: Dict[Tuple[str, str], str]) -> str:
 def capture(out_dir: str, label: Optional[str], timeout: float,
             commands: Sequence[Tuple[str, str, Tuple[str, ...]]] = COMMANDS) -> List[str]:
     """Run ``commands``, redact, write; return the paths written. Reports skips on stderr."""
-    masker = Masker(Redactor.for_environment(os.environ))
+    masker = Masker(default_policy(os.environ))
     outputs: Dict[Tuple[str, str], str] = {}
     notes: Dict[Tuple[str, str], str] = {}
     for folder, suffix, argv in commands:

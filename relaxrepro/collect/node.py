@@ -41,13 +41,13 @@ def collect_fragment(ctx: Context) -> Manifest:
     to merge later), ``ray_node_id``, ``role``, ``source``.
     """
     from .._version import __version__
-    from ..manifest.redact import machine_hostname, redact_document
+    from ..manifest.redact import redact_document
     from . import registry, runner
 
     run_id = str(ctx.options.get("run_id") or run_id_from_env(ctx.env) or "")
     probes = [p for p in registry.PROBES if p.name in NODE_PROBES]
     sections, collection = runner.run_probes(probes, ctx)
-    hostname = machine_hostname() or "unknown"
+    hostname = ctx.machine.hostname or "unknown"
     ray_node_id = ctx.options.get("ray_node_id")
     node: Dict[str, Any] = {"name": node_name(run_id, hostname, ray_node_id),
                             "source": str(ctx.options.get("source") or "cli")}
@@ -173,7 +173,8 @@ def update_per_node(m: Dict[str, Any], deadline_s: Optional[float] = None) -> Di
     """``update_manifest(per_node=True)``: collect over the trainer's Ray and merge; ``m`` when no Ray."""
     import sys
 
-    from ..manifest.redact import policy_of, redact_document
+    from ..manifest.redact import redact_document
+    from .context import policy_of
 
     ray = sys.modules.get("ray")
     if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():

@@ -12,7 +12,8 @@ import importlib
 import os
 import sys
 
-from ..manifest import reader, redact, writer
+from ..collect.context import policy_of
+from ..manifest import reader, writer
 from ..manifest.model import READ_LIMIT_BYTES
 from ..record import trackers
 from ._common import Exit, read_or_report, say
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
         return Exit.USAGE
     try:
-        policy = redact.policy_of(doc)
+        policy = policy_of(doc)
         trackers.note(doc, [attachment], policy)
         path = args.manifest
         try:

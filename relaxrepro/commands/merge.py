@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..collect.context import default_policy
 from ..manifest import nodes, writer
 from ..manifest.model import valid_run_id
 from ..manifest.reader import ManifestError, load_manifest
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return fail("%s: run id %s cannot name a file; name the output with -o", args.manifest, doc.run_id)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.manifest)),
                                       "manifest_%s.merged.json" % doc.run_id)
-    result = writer.write(merged, path=out)
+    result = writer.write(merged, path=out, default=default_policy())  # this machine's, as a dict carries none
     for w in result.warnings:
         say("relaxrepro: warning: %s", w)
     if result.path is None:

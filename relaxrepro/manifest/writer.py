@@ -479,7 +479,7 @@ def write(
     directory: Optional[str] = None,
     path: Optional[str] = None,
     redactor: Optional[Redactor] = None,
-    env: Optional[Dict[str, str]] = None,
+    default: Optional[Redactor] = None,
     retries: int = 16,
 ) -> WriteResult:
     """Redact, fit under the cap and write ``doc`` atomically. Never raises; never overwrites.
@@ -487,17 +487,18 @@ def write(
     A :class:`~relaxrepro.manifest.model.Manifest` that collection redacted with the run's policy and that
     is written with that same policy (its ``redacted_by`` is ``redactor``) is not redacted again; any
     other document is, with ``redactor``, else the policy it was collected with (a manifest the trainer
-    changed after collection: the API's), else this machine's default: nothing reaches the disk
-    unredacted. With ``directory`` the file is ``manifest_<run-id>.json`` there, and a clash with an
+    changed after collection: the API's), else ``default`` (the caller's machine default:
+    :func:`relaxrepro.collect.context.policy_of`), else the rules that need no machine facts: nothing reaches
+    the disk unredacted. With ``directory`` the file is ``manifest_<run-id>.json`` there, and a clash with an
     existing file takes a new run id (``result.run_id``). With ``path`` an existing file is refused.
     """
     result = WriteResult()
     _ignore_sigxfsz()
     private = dict(getattr(doc, "private_sidecars", None) or {})
     if redactor is None or getattr(doc, "redacted_by", None) is not redactor:
-        from .redact import policy_of, redact_document
+        from .redact import Redactor, own_policy, redact_document
 
-        red = redactor or policy_of(doc, env)
+        red = redactor or own_policy(doc) or default or Redactor()
         try:
             doc = redact_document(doc, red)
         except Exception as exc:  # pragma: no cover - redaction is pure; this guards the promise anyway

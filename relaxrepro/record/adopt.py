@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 
+from ..collect.context import policy_of
 from ..manifest import reader, redact, writer
 from ..manifest.model import ADOPT_LIMIT_BYTES, RUN_ID_ENV
 from ..std.records import Record
@@ -154,7 +155,7 @@ def write(outer: Outer, inner: Mapping[str, Any], *, first: bool) -> Tuple[Optio
 
 def _replace(path: str, run_id: str, doc: Dict[str, Any], inner: Mapping[str, Any]) -> List[str]:
     private = dict(getattr(inner, "private_sidecars", None) or {})
-    merged = redact.redact_document(fold(doc, inner), redact.policy_of(inner))
+    merged = redact.redact_document(fold(doc, inner), policy_of(inner))
     private_sidecars = [("manifest_%s.%s.private.patch" % (run_id, writer.safe_name(name)), body, 0o600)
                         for name, body in sorted(private.items())]
     return writer.rewrite(path, merged, private_sidecars)

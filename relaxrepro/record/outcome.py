@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import time
 
+from ..collect.context import policy_of
 from ..manifest import reader, redact, writer
 from ..manifest.model import READ_LIMIT_BYTES
 from ..std import proc
@@ -81,12 +82,12 @@ def record(path: str, outcome: Optional[Dict[str, Any]], *, run_id: Optional[str
         if run_id is not None and on_disk.get("run_id") != run_id:
             return "could not add the outcome to %s: it now holds run %s" % (path, on_disk.get("run_id"))
         if doc is not None and doc.get("run_id") == on_disk.get("run_id"):
-            doc = redact.redact_document(dict(doc), redact.policy_of(doc))
+            doc = redact.redact_document(dict(doc), policy_of(doc))
         else:
             doc = on_disk
         if results:
             merge(doc, **results)
-            doc = redact.redact_document(doc, redact.policy_of(doc))
+            doc = redact.redact_document(doc, policy_of(doc))
         if outcome is not None:
             previous = doc.get("outcome")
             doc["outcome"] = dict(previous, **outcome) if isinstance(previous, dict) else dict(outcome)

@@ -157,10 +157,10 @@ def parse_repos(items: Sequence[str]) -> Tuple[Dict[str, str], Optional[str]]:
 
 def make_redactor(options: RunOptions, env: Dict[str, str], verb: str) -> Any:
     """The run's one redaction policy from ``--redact-pattern`` and ``--keep-paths``; None (said why) if bad."""
-    from ..manifest.redact import Redactor  # lazy: ~25 ms, only once the run is recorded here
+    from ..collect.context import default_policy  # lazy: ~25 ms (redaction rules), skipped off rank 0
 
     try:
-        return Redactor.for_environment(env, extra_patterns=options.redact_pattern, keep_paths=options.keep_paths)
+        return default_policy(env, extra_patterns=options.redact_pattern, keep_paths=options.keep_paths)
     except ValueError as exc:
         say("relaxrepro %s: error: %s", verb, exc)
         return None

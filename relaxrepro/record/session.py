@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from ..collect.context import policy_of
 from ..manifest import writer
 from ..manifest.model import output_dir
 
@@ -66,8 +67,8 @@ def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optiona
     existing file takes a fresh one, and ``doc`` then says so too."""
     if path is not None:  # --output runs/42/manifest.json: its folder is made as --output-dir's is
         _make_dirs(os.path.dirname(os.path.abspath(path)))
-    result = writer.write(doc, directory=directory, path=path, redactor=redactor,
-                          env=dict(env) if env is not None else None)
+    default = policy_of(doc, env) if redactor is None else None  # the policy doc was collected with, else env's
+    result = writer.write(doc, directory=directory, path=path, redactor=redactor, default=default)
     if result.path is not None and path is None and result.run_id and result.run_id != doc.get("run_id"):
         doc["run_id"] = result.run_id
     if result.path is not None and hasattr(doc, "path"):

@@ -17,12 +17,12 @@ W&B: the file saved with the run (``run.save``, policy ``now``) and ``run.config
 from __future__ import annotations
 
 import os
-import re
 
 from ..manifest import index
 from ..manifest import writer as manifest_writer
 from ..manifest.fields import get
 from ..manifest.model import READ_LIMIT_BYTES
+from ..manifest.redact import strip_credentials
 from ..std.files import read_regular
 from ..std.records import Record
 
@@ -85,7 +85,8 @@ def find(modules: Mapping[str, Any], frame: Optional[FrameType] = None, tensorbo
 
 def mlflow_attachment(run: Any, tracking_uri: str) -> Attachment:
     info = run.info
-    entry = {"tool": "mlflow", "run_id": str(info.run_id), "tracking_uri": strip_credentials(tracking_uri)}
+    entry = {"tool": "mlflow", "run_id": str(info.run_id),
+             "tracking_uri": strip_credentials(tracking_uri, users="any", query="drop")}
     if getattr(info, "experiment_id", None) is not None:
         entry["experiment_id"] = str(info.experiment_id)
     return Attachment("mlflow", entry, (str(info.run_id), tracking_uri))
@@ -140,17 +141,9 @@ def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> Non
     doc["lineage"] = lineage
 
 
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@]*@")
-
-
-def strip_credentials(uri: str) -> str:
-    """``uri`` without ``user:password@`` and without its query and fragment (``?token=``, ``?sig=``)."""
-    return _USERINFO.sub(r"\1", uri).split("#", 1)[0].split("?", 1)[0]
-
-
 def scrub(text: str) -> str:
     """A tracker's error message without the ``user:password@`` of the URLs it quotes (its tracking URI)."""
-    return _USERINFO.sub(r"\1", text)
+    return strip_credentials(text, users="any", query="keep")
 
 
 # -- what the trackers are given ---------------------------------------------------------------------

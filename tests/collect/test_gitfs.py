@@ -81,21 +81,6 @@ def test_describe_must_end_in_the_commit(text, expected):
     assert g.parse_describe(text, "0123456789abcdef0123456789abcdef01234567") == expected
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("https://x-access-token:ghs_abc@github.com/o/r.git", "https://github.com/o/r.git"),
-    ("https://ghp_abcdef@github.com/o/r", "https://github.com/o/r"),
-    ("https://user:pass@gitlab.example.com:8443/g/r.git", "https://gitlab.example.com:8443/g/r.git"),
-    ("ssh://git@github.com/o/r.git", "ssh://git@github.com/o/r.git"),
-    ("ssh://git:secret@host/r.git", "ssh://host/r.git"),
-    ("git@github.com:o/r.git", "git@github.com:o/r.git"),
-    ("/srv/git/r.git", "/srv/git/r.git"),
-    ("https://host/r.git?private_token=abc&ref=main", "https://host/r.git?ref=main"),
-], ids=["x-access-token", "token-as-user", "user-pass-port", "ssh-user", "ssh-password", "scp-like", "local",
-        "token-query"])
-def test_strip_credentials(url, expected):
-    assert g.strip_credentials(url) == expected
-
-
 @pytest.mark.parametrize("name, expected", [
     (b"plain/path.py", b"plain/path.py"),
     (b"with space.txt", b'"with space.txt"'),

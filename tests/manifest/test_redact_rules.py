@@ -342,15 +342,3 @@ def test_shapeless_keys_are_found_by_name(key: str) -> None:
     r = _red()
     assert r.value({key: value}) == {key: "***"}
     assert r.text(key + "=" + value) == key + "=***"
-
-
-def test_policy_of_a_document_is_the_one_it_was_collected_with_else_the_environments() -> None:
-    from relaxrepro.manifest.model import Manifest
-    from relaxrepro.manifest.redact import policy_of
-
-    own = Redactor(home="/data/users/carol", keep_paths=True)
-    m = Manifest({"run_id": "r1"})
-    m.redacted_by = own
-    assert policy_of(m) is own
-    assert policy_of(dict(m), {"HOME": "/data/users/dave"}).home == "/data/users/dave"  # a plain dict has none
-    assert policy_of(Manifest({"run_id": "r1"}), {"HOME": "/data/users/dave"}).keep_paths is False

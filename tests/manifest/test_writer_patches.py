@@ -6,6 +6,7 @@ import base64
 import hashlib
 import json
 
+from relaxrepro.collect.context import default_policy
 from relaxrepro.manifest import writer
 from relaxrepro.manifest.model import CAP_BYTES
 from tests.helpers.common import make_repo, validate_manifest
@@ -21,7 +22,7 @@ def test_several_dirty_repos_keep_the_manifest_under_the_cap(tmp_path):
     doc = probe_doc(tmp_path, tmp_path, repos=names)
     out = tmp_path / "out"
     out.mkdir()
-    result = writer.write(doc, directory=str(out), env={"HOME": str(tmp_path / "home")})
+    result = writer.write(doc, directory=str(out), default=default_policy({"HOME": str(tmp_path / "home")}))
     assert result.path
     data = open(result.path, "rb").read()
     assert len(data) <= CAP_BYTES

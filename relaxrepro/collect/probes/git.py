@@ -17,6 +17,7 @@ import re
 import stat
 import threading
 
+from ...manifest.redact import strip_credentials
 from ...std import proc
 from ...std.files import read_regular
 from ...std.records import Record
@@ -162,35 +163,6 @@ def parse_describe(text: str, commit: Optional[str]) -> Optional[str]:
         return None
     m = re.match(r"^(?:.+-\d+-g)?([0-9a-f]{4,64})$", lines[0])
     return lines[0] if m and commit.startswith(m.group(1)) else None
-
-
-_SECRET_QUERY = re.compile(r"(?i)token|sig|secret|key|pass|auth|cred")
-
-
-def strip_credentials(url: str) -> str:
-    """A remote URL without passwords or tokens (``https://x-access-token:T@github.com/o/r``).
-
-    An ``https`` user name alone is dropped too (``https://ghp_…@github.com``: the token is the
-    user); an ssh user (``git@host:o/r``, ``ssh://git@host``) is not a secret and stays.
-    """
-    if "://" not in url:
-        return url  # scp-like git@host:path, or a local path
-    from urllib.parse import urlsplit, urlunsplit  # ~6 ms with ipaddress: only for a URL remote
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        user, _, host = netloc.rpartition("@")
-        if parts.scheme.lower() in ("http", "https", "ftp", "ftps") or ":" in user:
-            netloc = host
-    query = parts.query
-    if query:
-        kept = [p for p in query.split("&") if not _SECRET_QUERY.search(p.partition("=")[0])]
-        query = "&".join(kept)
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def quote_path(name: bytes) -> bytes:
@@ -523,7 +495,8 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
         "shallow": gitfs.is_shallow(gd),
         "worktree": gd.linked_worktree,
         "bare": gd.bare,
-        "remotes": {n: strip_credentials(u) for n, u in sorted(gitfs.remotes(config).items())},
+        "remotes": {n: strip_credentials(u, users="secret", query="secrets")
+                    for n, u in sorted(gitfs.remotes(config).items())},
     })
     modules = []
     if not gd.bare:

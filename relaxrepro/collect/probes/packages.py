@@ -14,6 +14,7 @@ import re
 import stat
 
 from ...manifest.model import is_key_package
+from ...manifest.redact import strip_credentials
 from ...std.files import READ_FLAGS
 from ...std.sha import sha256_hex
 from .. import interpreter
@@ -65,24 +66,6 @@ _NAME_RE = re.compile(r"^name[ \t]*:(.*)$", re.MULTILINE | re.IGNORECASE)
 _VERSION_RE = re.compile(r"^version[ \t]*:(.*)$", re.MULTILINE | re.IGNORECASE)
 
 
-def strip_credentials(url: str) -> str:
-    """Drop ``user:password@`` from a URL; ssh's plain ``git@`` user is kept (it is no secret)."""
-    if "@" not in url:
-        return url  # no user part: most direct URLs (file://, plain https), without urllib's ~6 ms import
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if "@" not in parts.netloc:
-        return url
-    userinfo, _, host = parts.netloc.rpartition("@")
-    if userinfo == "git":
-        return url
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
 def parse_direct_url(text: str) -> Optional[Dict[str, Any]]:
     """PEP 610 ``direct_url.json`` -> {url, editable, vcs, commit, requested_revision}; None if unusable."""
     try:
@@ -91,7 +74,7 @@ def parse_direct_url(text: str) -> Optional[Dict[str, Any]]:
         return None
     if not isinstance(data, dict) or not isinstance(data.get("url"), str):
         return None
-    out: Dict[str, Any] = {"url": strip_credentials(data["url"])}
+    out: Dict[str, Any] = {"url": strip_credentials(data["url"], users="not-git", query="keep")}
     dir_info = data.get("dir_info")
     out["editable"] = bool(isinstance(dir_info, dict) and dir_info.get("editable"))
     vcs = data.get("vcs_info")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 
-from ...manifest.redact import machine_hostname
 from ..context import Context
 from ..runner import Outcome
 
@@ -127,7 +126,7 @@ def collect(ctx: Context) -> Outcome:
     out = Outcome()
     sysname, release, machine = _uname()
     system: Dict[str, Any] = {"os": sysname, "kernel": release, "arch": machine}
-    hostname = machine_hostname()
+    hostname = ctx.machine.hostname
     if hostname is not None:
         system["hostname"] = hostname
     osr = ctx.read_text("/etc/os-release") or ctx.read_text("/usr/lib/os-release")

@@ -102,16 +102,6 @@ def test_two_thousand_distributions(tmp_path):
     assert env["packages"]["pkg1999"] == "1.1999"
 
 
-@pytest.mark.parametrize("url,expect", [
-    ("git+https://user:ghp_secret@github.com/org/repo.git", "git+https://github.com/org/repo.git"),
-    ("git+https://x-access-token:tok@github.com/org/repo", "git+https://github.com/org/repo"),
-    ("git+ssh://git@github.com/org/repo.git", "git+ssh://git@github.com/org/repo.git"),
-    ("https://github.com/org/repo.git", "https://github.com/org/repo.git"),
-], ids=["user-password", "x-access-token", "ssh-git-user-kept", "no-credentials"])
-def test_strip_credentials(url, expect):
-    assert packages.strip_credentials(url) == expect
-
-
 def test_editable_and_vcs_installs(tmp_path):
     site = tmp_path / "site"
     add_dist(site, "mytrainer", "0.1.dev0", direct_url={"url": "file:///src/mytrainer", "dir_info": {"editable": True}})

@@ -1,0 +1,205 @@
+"""In-text assignments: ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value`` inside a string
+(config text, a patch, an error message), masked by what the name says; a ``.pgpass`` line's password field."""
+
+from __future__ import annotations
+
+import re
+
+from ...std.lazy_re import LazyPattern
+from .names import KIND_ADDRESS, KIND_SECRET, KIND_URL, KIND_USER, KIND_WEAK, is_inert, looks_credential, name_kind
+from .placeholders import MASK
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import List, Optional, Tuple
+
+    from .protocol import Rules
+
+_TRIGGERS = r"pass|secret|token|cred|auth|key|cookie|sig|sas|dsn|addr|host|ip|node|user|login|url|uri|endpoint|pwd"
+TRIGGER_LOW_RE = re.compile(_TRIGGERS)  # searched in the lower-cased string: faster than (?i)
+_VALUE_END = r"\s,;'\"&)}\]<>"
+_NOT_FIRST = frozenset(",;&)}]<>|")  # a value that starts so is only a secret's (``PASS=&x``), never an address's
+# ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
+# word (the lookahead), so prose without one is never consumed. A quote left open runs to the end of the line.
+_ASSIGN_RE = LazyPattern(
+    r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
+    r"(?:(?P<sep>[ \t]*[:=]=?[ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq>[^'\n]*(?:''[^'\n]*)*)'?"
+    r"|(?P<v>[^\s\"'][^%s]*))"
+    r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq2>[^'\n]*)'?|(?P<w>[^\s\"'=:][^%s=:]*)))"
+    % (_TRIGGERS, _VALUE_END, _VALUE_END))
+_WS_RE = LazyPattern(r"\s")
+_CLOSER_RE = LazyPattern(r"[,)\]}]")
+_NEXT_PAIR_RE = LazyPattern(r"[;&,][ \t]*[A-Za-z_][\w.-]*=")
+_COMMENT_RE = LazyPattern(r"[ \t]#")
+_LIST_ITEM_RE = LazyPattern(r"[+ -]?[ \t]*-[ \t]+")  # ``- DB_PASSWORD=x y`` (a compose environment list)
+_BLOCK_RE = LazyPattern(r"[|>][1-9+-]{0,2}")  # YAML ``password: |``: the value is on the lines below
+BLOCK_KEY_RE = LazyPattern(r"([ \t]*(?:- )?)[\"']?([\w.-]+)[\"']?[ \t]*:[ \t]*[|>][1-9+-]{0,2}[ \t]*(?:#.*)?")
+_NETRC_RE = LazyPattern(r"[+ -]?[ \t]*(?:machine|default)\b")
+PGPASS_RE = LazyPattern(r"(?m)^((?![+ -]?#)[+ -]?(?:(?:[^:\\\n]|\\.)*:){4})(.+)$")
+
+
+def _value_end(s: str, nstart: int, start: int, line: bool) -> int:
+    """Where an unquoted value found by its name ends: the end of the line (``line``: YAML, INI, a .env file;
+    less a `` #`` comment) or of the word, but never past the quote or bracket that encloses the assignment."""
+    ls = s.rfind("\n", 0, nstart) + 1
+    limit = s.find("\n", start)
+    if limit < 0:
+        limit = len(s)
+    pre = s[ls:nstart]
+    q = '"' if (pre.count('"') - pre.count('\\"')) % 2 else "'" if pre.count("'") % 2 else ""
+    if q:  # "--password=X --lr 1" inside a JSON string: the string's quote closes the value
+        i = s.find(q, start, limit)
+        while i > start and q == '"' and s[i - 1] == "\\":
+            i = s.find(q, i + 1, limit)
+        if i >= 0:
+            limit = i
+    if sum(map(pre.count, "([{")) > sum(map(pre.count, ")]}")):  # connect(password=pw, host=h)
+        c = _CLOSER_RE.search(s, start, limit)
+        if c:
+            limit = c.start()
+    c = _NEXT_PAIR_RE.search(s, start, limit)  # AccountKey=X;EndpointSuffix=..., user=u&password=X&grant=...
+    if c:
+        limit = c.start()
+    if not line:
+        w = _WS_RE.search(s, start, limit)
+        return w.start() if w else limit
+    c = _COMMENT_RE.search(s, start, limit)
+    if c:
+        limit = c.start()
+    while limit > start and s[limit - 1] in " \t\r":
+        limit -= 1
+    return limit
+
+
+def _prose_credential(s: str, nstart: int, start: int) -> bool:
+    """Whether the word after a secret's name in prose is a credential (``token Tr0ub&4dor...``): not the
+    next assignment (``token api_key=X``)."""
+    word = s[start:_value_end(s, nstart, start, False)]
+    return "=" not in word and ":" not in word and looks_credential(word)
+
+
+def file_mode(header: str) -> Optional[str]:
+    """How the values of a patched file are written, from its ``diff --git`` line: ``env`` (``.env``, INI:
+    a value runs to the end of its line), ``netrc`` (``password X``), ``pgpass`` (``host:port:db:user:X``)."""
+    name = header.rsplit("/", 1)[-1].strip('"').lower()
+    if name in (".netrc", "_netrc"):
+        return "netrc"
+    if name == ".pgpass" or name == "pgpass.conf":
+        return "pgpass"
+    if name.startswith(".env") or name.endswith((".env", ".ini", ".cfg", ".conf", ".cnf", ".properties")) or (
+            name[:1] == "." and name.endswith("rc")):  # .npmrc, .pypirc
+        return "env"
+    return None
+
+
+
+_FILE_NAME_RE = LazyPattern(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
+
+
+def mask_assignments(red: Rules, s: str, mode: Optional[str] = None) -> str:
+    """Mask the values of ``name=value`` pairs whose name says what the value is."""
+    out: List[str] = []
+    last = pos = 0
+    while True:
+        m = _ASSIGN_RE.search(s, pos)
+        if m is None:
+            break
+        edit = _assignment(red, m, mode)
+        if edit is None:
+            pos = m.end("name")  # only the name is consumed: "token api_key=X" still finds api_key
+            continue
+        start, end, new = edit
+        out.append(s[last:start])
+        out.append(new)
+        last = pos = end
+    if not out:
+        return s
+    out.append(s[last:])
+    return "".join(out)
+
+def _assignment(red: Rules, m: "re.Match[str]", mode: Optional[str]) -> Optional[Tuple[int, int, str]]:
+    name = m.group("name")
+    if _FILE_NAME_RE.search(name):
+        return None  # "secret.yaml: permission denied" names a file, it doesn't assign one
+    kind = name_kind(name.lstrip("-"))
+    if not kind:
+        return None
+    group = next(g for g in ("dq", "sq", "v", "dq2", "sq2", "w") if m.group(g) is not None)
+    value = m.group(group)
+    if not value:
+        return None
+    s = m.string
+    secret = kind in (KIND_SECRET, KIND_WEAK)
+    bare = group in ("v", "w")
+    if bare and ((not secret and value[0] in _NOT_FIRST) or (group == "w" and value[0] in "|<>")):
+        return None  # "--user | tee": a pipe, not a value
+    nstart = m.start("name")
+    if m.group("sp") is not None:
+        if name.startswith("-"):
+            if value.startswith("-"):
+                return None  # "--api-key --lr 3e-4": the flag took no value here
+        elif m.group("nq") or not secret or not (looks_credential(value) or _prose_credential(
+                s, nstart, m.start(group)) or mode == "netrc" or (
+                kind == KIND_SECRET and _NETRC_RE.match(s, s.rfind("\n", 0, nstart) + 1))):
+            # Prose ("token X" in --wandb-notes): only a credential-looking word after a secret word,
+            # or a .netrc's "machine h login u password X".
+            return None
+        elif kind == KIND_WEAK:
+            kind = KIND_SECRET
+    start, end = m.start(group), m.end(group)
+    query = secret and s[nstart - 1:nstart] in ("?", "&")
+    if bare and not query and not m.group("nq") and (secret or (kind == KIND_USER and group == "w")):
+        # A value found by its name goes whole: '&', '#', ';' and quotes are part of a password.
+        sep = m.group("sep") or ""
+        line = group == "v" and (":" in sep or sep != sep.strip() or mode == "env"
+                                 or _LIST_ITEM_RE.fullmatch(s, s.rfind("\n", 0, nstart) + 1, nstart) is not None)
+        end = _value_end(s, nstart, start, line)
+        value = s[start:end]
+        if not value:
+            return None
+        if line and kind == KIND_SECRET and _BLOCK_RE.fullmatch(value):
+            return _block(red, s, nstart, end)
+    if kind in (KIND_ADDRESS, KIND_URL) and group == "w" and s.startswith("://", end):
+        end = _value_end(s, nstart, start, False)  # --host https://wandb.example.com: the whole URL
+        value = s[start:end]
+    if kind == KIND_ADDRESS and any(c.isspace() for c in value):
+        return None
+    new, _ = red.judge(kind, value, rule="url-token" if query else "secret-name")
+    if new == value:
+        return None
+    return start, end, new
+
+def _block(red: Rules, s: str, nstart: int, start: int) -> Optional[Tuple[int, int, str]]:
+    """The lines of a secret's YAML block scalar (``password: |``) below its key: each masked."""
+    ls = s.rfind("\n", 0, nstart) + 1
+    indent = len(s[ls:nstart]) - len(s[ls:nstart].lstrip(" "))
+    pos = s.find("\n", start)
+    if pos < 0:
+        return None
+    out: List[str] = []
+    end = pos
+    for line in s[pos + 1:].split("\n"):
+        body = line.lstrip(" ")
+        if body and len(line) - len(body) <= indent:
+            break
+        end += len(line) + 1
+        if body and not is_inert(body):
+            red.remember(body)
+            line = line[:len(line) - len(body)] + MASK
+        out.append(line)
+    if not out or out == s[pos + 1:end].split("\n"):
+        return None
+    red.count("secret-name")
+    return pos + 1, end, "\n".join(out)
+
+def _pgpass_sub(red: Rules, m: "re.Match[str]") -> str:
+    if is_inert(m.group(2)):
+        return m.group(0)
+    red.count("secret-name")
+    red.remember(m.group(2))
+    return m.group(1) + MASK
+
+
+def mask_pgpass(red: Rules, s: str) -> str:
+    """The password field of each ``host:port:db:user:password`` line of a ``.pgpass`` file, masked."""
+    return PGPASS_RE.sub(lambda m: _pgpass_sub(red, m), s)
