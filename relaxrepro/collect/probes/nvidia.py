@@ -16,10 +16,12 @@ to tell "same GPU" across runs without publishing an identifier.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-import threading
+import time
 
+from ...std.deadline import call_all
 from ...std.lazy_re import LazyPattern
 from ...std.proc import ProcResult
 from ...std.records import Record
@@ -883,16 +885,11 @@ def _run_all(ctx: Context, jobs: Dict[str, List[str]], timeout: float) -> Dict[s
     """Run several nvidia-smi calls at once (each its own process group and timeout).
 
     The answers are keyed in the order they came back (abandoned ones last)."""
-    results: Dict[str, ProcResult] = {}
-
-    def one(name: str, argv: List[str]) -> None:
-        results[name] = ctx.run(argv, timeout=timeout)
-
-    threads = [threading.Thread(target=one, args=(n, a), daemon=True) for n, a in jobs.items()]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout + 1.0)
+    names = list(jobs)
+    calls = call_all([functools.partial(ctx.run, jobs[n], timeout=timeout) for n in names],
+                     time.monotonic() + timeout, grace=1.0, name="relaxrepro-nvidia-smi")
+    came_back = sorted((c.ended_at, n, c.value) for n, c in zip(names, calls) if c.ok)
+    results: Dict[str, ProcResult] = {n: value for _, n, value in came_back}
     for name, argv in jobs.items():
         results.setdefault(name, ProcResult(argv=argv, timed_out=True, error="abandoned"))
     return results

@@ -19,17 +19,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from collections.abc import Mapping
 
-from ...std import proc
+from ...std import deadline, proc
 from ...std.files import read_regular
 from ..context import Context
 from ..runner import Outcome
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+    from ...std.deadline import Call
 
 CALL_TIMEOUT_S = 3.5
 """Cap for each ray CLI call. A healthy ``ray list nodes`` takes ~1 s on an idle 2-core machine but
@@ -496,23 +497,11 @@ def _call_timeout(ctx: Context) -> float:
     return CALL_TIMEOUT_S
 
 
-def _background(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """Start ``fn`` in a thread; the returned callable waits for its result (``fn`` has its own timeout)."""
-    box: List[Any] = []
-
-    def body() -> None:
-        try:
-            box.append(fn())
-        except Exception as exc:  # proc.run reports rather than raises; this keeps that promise here
-            box.append(proc.ProcResult(argv=["ray"], error="%s: %s" % (type(exc).__name__, exc)))
-
-    t = threading.Thread(target=body, name="relaxrepro-ray-version", daemon=True)
-    t.start()
-
-    def wait() -> Any:
-        t.join()
-        return box[0]
-    return wait
+def _version_answer(call: Call) -> proc.ProcResult:
+    """What ``ray --version`` run in the background gave; a crash is reported as proc.run reports, not raised."""
+    if call.ok:
+        return call.value
+    return proc.ProcResult(argv=["ray"], error=call.why("no answer"))
 
 
 def _failure(res: Any) -> str:
@@ -617,7 +606,8 @@ def collect(ctx: Context) -> Outcome:
         ray_info["cli_version"] = installed
     version_call = None
     if has_cli and not installed:
-        version_call = _background(lambda: ctx.run(["ray", "--version"], timeout=cap, env=env))
+        version_call = deadline.start(lambda: ctx.run(["ray", "--version"], timeout=cap, env=env),
+                                      name="relaxrepro-ray-version")
     summary: Optional[Dict[str, Any]] = None
     port = ctx.options.get("ray_dashboard_port")  # a head started with --dashboard-port
     port = port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else DASHBOARD_PORT
@@ -633,7 +623,7 @@ def collect(ctx: Context) -> Outcome:
     if summary is None and has_cli:
         summary = _from_cli(ctx, env, raylets, ray_info, out)
     if version_call is not None:
-        res = version_call()
+        res = _version_answer(version_call.wait())  # ctx.run has its own timeout
         if res.ok:
             ray_info.setdefault("cli_version", parse_version(res.stdout))
     if summary is None:
