@@ -18,7 +18,7 @@ import re
 from ...std import proc
 from ...std.deadline import call_all
 from ...std.files import read_regular
-from .. import gitfs, repos
+from .. import gitfs, interpreter, repos
 from ..context import Context
 from ..runner import Outcome
 from .git_patch import PatchParts, embed_untracked, patch_record, show
@@ -461,8 +461,6 @@ def collect(ctx: Context) -> Outcome:
     notes: List[str] = []     # for the reader: a script that is not there, a cwd outside any repo
     site_dirs: List[str] = []
     try:
-        from .. import interpreter
-
         site_dirs = interpreter.resolve(ctx).site_dirs
     except Exception as exc:  # editable installs are a bonus, never the reason to fail
         notes.append("training interpreter unknown (%s): editable installs not searched" % exc)

@@ -181,7 +181,7 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
         rec["text"] = stored.decode("utf-8")
     except UnicodeDecodeError:
         # A latin-1 source file's diff is not UTF-8; JSON can carry it only as base64.
-        import base64
+        import base64  # lazy: ~1.5 ms, kept off every run (tests/test_imports.py), only for a non-UTF-8 patch
 
         rec["text_base64"] = base64.b64encode(stored).decode("ascii")
     if parts.binary_untracked:

@@ -22,21 +22,8 @@ from ...std.proc import ProcResult
 from ...std.records import Record
 from ..context import Context
 from ..runner import Outcome
+from . import nvidia_parse
 from .gpu_fields import summarize
-from .nvidia_parse import (
-    BASIC_QUERY_FIELDS,
-    BUS_ID_RE,
-    QUERY_FIELDS,
-    parse_errors,
-    parse_list,
-    parse_proc_version,
-    parse_query_csv,
-    parse_smi_version,
-    parse_smi_xml,
-    parse_table,
-    parse_topo,
-    parse_visible_devices,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -68,22 +55,22 @@ def smi_calls(smi: str) -> Dict[str, List[str]]:
     first round (:data:`FIRST_ROUND`), then the follow-ups :func:`follow_up` asks for."""
     return {
         "xml": [smi, "-q", "-x"],
-        "csv": [smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,noheader,nounits"],
+        "csv": [smi, "--query-gpu=" + ",".join(nvidia_parse.QUERY_FIELDS), "--format=csv,noheader,nounits"],
         "list": [smi, "-L"],
         "topo": [smi, "topo", "-m"],
-        "csv_basic": [smi, "--query-gpu=" + ",".join(BASIC_QUERY_FIELDS), "--format=csv,noheader,nounits"],
+        "csv_basic": [smi, "--query-gpu=" + ",".join(nvidia_parse.BASIC_QUERY_FIELDS), "--format=csv,noheader,nounits"],
         "version": [smi, "--version"],
         "table": [smi],
     }
 
 
 _PARSERS: Dict[str, Callable[[str], Dict[str, Any]]] = {
-    "xml": parse_smi_xml,
-    "csv": lambda text: parse_query_csv(text, QUERY_FIELDS),
-    "csv_basic": lambda text: parse_query_csv(text, BASIC_QUERY_FIELDS),
-    "list": parse_list,
-    "table": parse_table,
-    "version": parse_smi_version,
+    "xml": nvidia_parse.parse_smi_xml,
+    "csv": lambda text: nvidia_parse.parse_query_csv(text, nvidia_parse.QUERY_FIELDS),
+    "csv_basic": lambda text: nvidia_parse.parse_query_csv(text, nvidia_parse.BASIC_QUERY_FIELDS),
+    "list": nvidia_parse.parse_list,
+    "table": nvidia_parse.parse_table,
+    "version": nvidia_parse.parse_smi_version,
 }
 
 
@@ -251,7 +238,7 @@ def choose(cap: Captured) -> Optional[Outcome]:
     then asks AMD's tools). Pure: everything it reads is in ``cap``.
     """
     out = Outcome()
-    proc_info = parse_proc_version(cap.proc_version) if cap.proc_version else {}
+    proc_info = nvidia_parse.parse_proc_version(cap.proc_version) if cap.proc_version else {}
     if cap.smi is None:
         if proc_info:
             return _from_proc(cap, out, proc_info, "nvidia-smi not found on PATH")
@@ -259,7 +246,7 @@ def choose(cap: Captured) -> Optional[Outcome]:
 
     hw = _lead(cap)
     texts = _texts(cap)
-    errors = parse_errors("\n".join(texts)).get("errors", [])
+    errors = nvidia_parse.parse_errors("\n".join(texts)).get("errors", [])
     for err in errors:
         if err["kind"] not in ("invalid-field", "usage-error"):
             out.warn("nvidia-smi: " + err["message"])
@@ -275,13 +262,13 @@ def choose(cap: Captured) -> Optional[Outcome]:
     hw["gpu_count"] = max(hw.get("gpu_count") or 0, len(hw["gpus"]) + handle_errors)
     if hw["gpu_source"] != "nvidia-smi -q -x" and not out.warnings:
         out.warn("nvidia-smi -q -x gave no data; used %s (%s)" % (hw["gpu_source"], _xml_answer(cap).describe()))
-    visible = parse_visible_devices(cap.visible_devices, hw["gpu_count"], _raw_uuids(*texts))
+    visible = nvidia_parse.parse_visible_devices(cap.visible_devices, hw["gpu_count"], _raw_uuids(*texts))
     if visible is None:
         hw["visible_gpu_count"] = hw["gpu_count"]
     else:
         hw.update(visible)
     topo = cap.answers.get("topo")
-    topology = parse_topo(topo.stdout) if topo is not None and topo.ok else {}
+    topology = nvidia_parse.parse_topo(topo.stdout) if topo is not None and topo.ok else {}
     if topology:
         hw["topology"] = topology
     elif topo is not None and topo.timed_out:
@@ -320,7 +307,7 @@ def _from_proc(cap: Captured, out: Outcome, info: Dict[str, Any], why: str) -> O
     hw: Dict[str, Any] = {"driver_version": info["driver_version"], "gpu_vendor": "nvidia",
                           "nvidia_kernel_module": info["kernel_module"], "gpu_source": PROC_VERSION}
     if cap.proc_gpus is not None:
-        hw["gpu_count"] = len([d for d in cap.proc_gpus if BUS_ID_RE.search(d)])
+        hw["gpu_count"] = len([d for d in cap.proc_gpus if nvidia_parse.BUS_ID_RE.search(d)])
     out.data = {"hardware": hw}
     out.warn("%s; driver version from %s only" % (why, PROC_VERSION))
     return out

@@ -24,19 +24,7 @@ from ...std import deadline, proc
 from ...std.files import read_regular
 from ..context import Context
 from ..runner import Outcome
-from . import training
-from .ray_parse import (
-    mode_of,
-    parse_cli_version,
-    parse_dashboard_nodes,
-    parse_dashboard_version,
-    parse_list_nodes,
-    parse_raylet_cmdline,
-    parse_status_text,
-    parse_version_mismatch,
-    runtime_from_ray_nodes,
-    sort_nodes,
-)
+from . import ray_parse, training
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -78,7 +66,7 @@ def scan_raylets(ctx: Context, limit: int = 100000) -> List[Dict[str, Any]]:
         raw = ctx.read_text("/proc", name, "cmdline", limit=1 << 16)
         if not raw or "raylet" not in raw:
             continue
-        node = parse_raylet_cmdline([a for a in raw.split("\0") if a])
+        node = ray_parse.parse_raylet_cmdline([a for a in raw.split("\0") if a])
         if node is None or not _same_user(ctx, name, my_uid):
             continue
         if ours is not None and _is_loopback(node.get("gcs_address")):
@@ -241,7 +229,7 @@ def dashboard_url(address: Optional[str], port: int = DASHBOARD_PORT) -> Optiona
 
 
 def _http_get(url: str, timeout: float, limit: int = 16 << 20) -> str:
-    import urllib.request
+    import urllib.request  # lazy: ~130 ms (http.client, email, ssl), only when a dashboard may answer
 
     # No proxy: an https_proxy from the user's shell must not carry a cluster-internal request away.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -252,12 +240,12 @@ def _http_get(url: str, timeout: float, limit: int = 16 << 20) -> str:
 def _from_dashboard(url: str, timeout: float) -> Tuple[Optional[Dict[str, Any]], Optional[str], Optional[str]]:
     """(node summary, cluster version, why not) from the dashboard's REST API; never raises."""
     try:
-        summary = parse_dashboard_nodes(_http_get(url + "/api/v0/nodes?limit=10000&timeout=%d" % max(timeout, 1),
-                                                  timeout))
+        nodes_url = url + "/api/v0/nodes?limit=10000&timeout=%d" % max(timeout, 1)
+        summary = ray_parse.parse_dashboard_nodes(_http_get(nodes_url, timeout))
     except Exception as exc:  # refused, timed out, HTTP error, not the expected JSON
         return None, None, "%s: %s" % (type(exc).__name__, exc)
     try:
-        version = parse_dashboard_version(_http_get(url + "/api/version", timeout))
+        version = ray_parse.parse_dashboard_version(_http_get(url + "/api/version", timeout))
     except Exception:
         version = None
     return summary, version, None
@@ -324,7 +312,7 @@ def collect(ctx: Context) -> Outcome:
     if version_call is not None:
         res = _version_answer(version_call.wait())  # ctx.run has its own timeout
         if res.ok:
-            ray_info.setdefault("cli_version", parse_cli_version(res.stdout))
+            ray_info.setdefault("cli_version", ray_parse.parse_cli_version(res.stdout))
     if summary is None:
         return _from_raylets(out, raylets, ray_info, None if has_cli else "the ray command is not on PATH")
     if "version" not in ray_info and ray_info.get("cli_version") and ray_info.get("source") == "status_text":
@@ -334,7 +322,7 @@ def collect(ctx: Context) -> Outcome:
         ray_info["version"] = ray_info["cli_version"]
     _finish_versions(ray_info, out)
     runtime = dict(summary)
-    runtime["mode"] = mode_of(summary["node_count"])
+    runtime["mode"] = ray_parse.mode_of(summary["node_count"])
     runtime["ray"] = {k: v for k, v in ray_info.items() if v is not None}
     out.data = {"runtime": runtime}
     return out
@@ -348,7 +336,7 @@ def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], 
     if list_res.ok:
         try:
             ray_info["source"] = "list_nodes"
-            return parse_list_nodes(list_res.stdout)
+            return ray_parse.parse_list_nodes(list_res.stdout)
         except ValueError as exc:
             ray_info.pop("source", None)
             out.warn("ray list nodes printed no node list: %s" % exc)
@@ -363,7 +351,7 @@ def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], 
     # No dashboard (plain `ray`, or --include-dashboard=false): the autoscaler text still has counts.
     status_res = ctx.run(["ray", "status", "-v"], timeout=min(_call_timeout(ctx), ctx.budget()), env=env)
     if status_res.ok and status_res.stdout.strip():
-        summary = parse_status_text(status_res.stdout)
+        summary = ray_parse.parse_status_text(status_res.stdout)
         _mark_local(summary["nodes"], raylets)
         ray_info["source"] = "status_text"
         return summary
@@ -373,7 +361,7 @@ def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], 
 
 
 def _note_mismatch(stderr: str, ray_info: Dict[str, Any]) -> None:
-    pair = parse_version_mismatch(stderr)
+    pair = ray_parse.parse_version_mismatch(stderr)
     if pair:
         ray_info["version"], ray_info["cli_version"] = pair
 
@@ -401,7 +389,7 @@ def _from_raylets(out: Outcome, raylets: List[Dict[str, Any]], ray_info: Dict[st
     runtime: Dict[str, Any] = {"mode": "ray_initialized_unknown",
                                "ray": {k: v for k, v in ray_info.items() if v is not None}}
     if raylets:
-        runtime["local_nodes"] = sort_nodes([
+        runtime["local_nodes"] = ray_parse.sort_nodes([
             {"node_id": r.get("node_id"), "address": r.get("address"), "role": r["role"],
              "resources": r["resources"], "alive": True}
             for r in raylets
@@ -423,7 +411,7 @@ def update_live(manifest: Dict[str, Any], modules: Mapping[str, Any], lock: Any)
     ray = modules.get("ray")
     if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
         return None
-    live = runtime_from_ray_nodes(
+    live = ray_parse.runtime_from_ray_nodes(
         ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)
     with lock:
         runtime = dict(manifest.get("runtime") or {})
