@@ -17,11 +17,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from relaxrepro.collect.context import Context  # noqa: E402
-from relaxrepro.collect.probes import nvidia  # noqa: E402
+from relaxrepro.collect.probes import nvidia, nvidia_parse  # noqa: E402
 
 FX = os.path.join(ROOT, "tests", "fixtures", "nvidia")
-PARSERS = {"xml": nvidia.parse_smi_xml, "csv": lambda t: nvidia.parse_query_csv(t, None), "list": nvidia.parse_list,
-           "table": nvidia.parse_table, "query_q": nvidia.parse_q, "topo": nvidia.parse_topo}
+PARSERS = {"xml": nvidia_parse.parse_smi_xml, "csv": lambda t: nvidia_parse.parse_query_csv(t, None),
+           "list": nvidia_parse.parse_list, "table": nvidia_parse.parse_table, "query_q": nvidia_parse.parse_q,
+           "topo": nvidia_parse.parse_topo}
 
 
 def _texts(category: str):

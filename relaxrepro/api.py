@@ -14,6 +14,7 @@ ignores its own timeout (an NFS stat, a wedged driver) costs the trainer at most
 
 from __future__ import annotations
 
+import atexit
 import functools
 import logging
 import os
@@ -22,8 +23,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .manifest.model import Manifest, output_dir, should_stop, stop_run
+from .manifest.model import Manifest, new_run_id, output_dir, should_stop, stop_run
 from .record import session
+from .std import deadline
 from .std.text import safe_format
 
 
@@ -40,6 +42,26 @@ class _Escaped(logging.Filter):
 log = logging.getLogger("relaxrepro")
 log.addFilter(_Escaped())
 
+
+class _NeverRaise:
+    """The API's promise, kept in one place: ``with _NeverRaise("write the manifest"): ...`` turns any
+    ``Exception`` inside into one warning, ``relaxrepro: could not write the manifest: Type: message``, and
+    the code after the block runs (it returns what the trainer gets then). ``KeyboardInterrupt`` and
+    ``SystemExit`` pass through: they are the trainer's, not ours."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        if exc_type is None or not issubclass(exc_type, Exception):
+            return False
+        log.warning("relaxrepro: could not %s: %s: %s", self.what, exc_type.__name__, exc)
+        return True
+
+
 _GRACE_S = 2.0
 """Seconds past the collection deadline before the API stops waiting for it (merging, redaction)."""
 
@@ -48,7 +70,7 @@ Updater = Callable[[Manifest, Dict[str, Any]], Any]
 
 _UPDATERS: List[Tuple[str, Updater]] = []
 """Named steps run by :func:`update_manifest`, in order; the name is the key under ``collection.probes``.
-The Ray issue plugs ``runtime_from_ray`` in here with :func:`register_updater`."""
+``ray_live`` (:func:`_ray_live`) is registered at the end of this module; others with :func:`register_updater`."""
 
 _lock = threading.RLock()
 
@@ -67,26 +89,6 @@ def register_updater(name: str, fn: Updater) -> None:
                 _UPDATERS[i] = (name, fn)
                 return
         _UPDATERS.append((name, fn))
-
-
-def _bounded(fn: Callable[[], Any], limit: float, what: str) -> Tuple[bool, Any]:
-    """Run ``fn`` in a daemon thread for at most ``limit`` seconds: (finished, result or exception)."""
-    box: Dict[str, Any] = {}
-
-    def body() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: B036 - reported to the caller's thread, never lost
-            box["error"] = exc
-
-    t = threading.Thread(target=body, name="relaxrepro-" + what, daemon=True)
-    t.start()
-    t.join(limit)
-    if t.is_alive():
-        return False, None
-    if "error" in box:
-        return False, box["error"]
-    return True, box.get("value")
 
 
 def collect_manifest(
@@ -114,7 +116,9 @@ def collect_manifest(
     the first manifest collected by rank 0 of the process takes run's run id and its lineage (unless
     ``parent``/``group``/``note`` are given here), and :func:`write_manifest` folds it into run's file.
     """
-    try:
+    with _NeverRaise("collect a manifest"):
+        # lazy: ~18 ms (the collection context, redaction policy); `import relaxrepro.api` stays cheap for
+        # trainers that only call trace() or result()
         from .collect.context import DEADLINE, Context
 
         limit = float(deadline_s) if deadline_s else DEADLINE
@@ -127,43 +131,42 @@ def collect_manifest(
         ctx = Context(env=env, argv=argv, argv_source="api", deadline_s=limit, options=options)
         explicit = {key for key in ("parent", "group", "note") if key in options}
         adopting = _claim(env if env is not None else os.environ)
-    except Exception as exc:
-        log.warning("relaxrepro: could not collect a manifest: %s: %s", type(exc).__name__, exc)
-        return None
-    found: Dict[str, Any] = {}
-
-    def build() -> Manifest:
-        from .collect.assemble import build as assemble
-
-        outer = None
-        if adopting:  # read in this thread: RELAXREPRO_MANIFEST may sit on a hung network filesystem
-            from .record import adopt
-
-            done, answer = _bounded(functools.partial(adopt.find, ctx.env), min(_ADOPT_S, limit), "adopt")
-            if done:
-                outer, found["warning"] = answer
-            else:
-                found["warning"] = "%s=%s: %s; this process writes a manifest of its own" % (
-                    adopt.ENV_MANIFEST, ctx.env.get(adopt.ENV_MANIFEST),
-                    "no answer within %g s" % min(_ADOPT_S, limit) if answer is None else
-                    "%s: %s" % (type(answer).__name__, answer))
-        m = assemble(ctx, run_id=outer.run_id if outer is not None else None)
-        if outer is not None:
-            adopt.adopt_lineage(m, outer.doc, explicit)
-            m._outer = outer  # type: ignore[attr-defined]  # where write_manifest folds it
+        found: Dict[str, Any] = {}
+        built = deadline.call(functools.partial(_build, ctx, limit, adopting, explicit, found), limit + _GRACE_S,
+                              name="relaxrepro-collect")
+        if found.get("warning"):
+            log.warning("relaxrepro: %s", found["warning"])
+        if not built.ok:
+            log.warning("relaxrepro: could not collect a manifest: %s",
+                        built.why("still running after %.0f s; gave up waiting" % (limit + _GRACE_S)))
+            return None
+        m: Manifest = built.value
+        _warn_problems(m, "partial manifest")
+        _collected(m)
         return m
+    return None
 
-    finished, value = _bounded(build, limit + _GRACE_S, "collect")
-    if found.get("warning"):
-        log.warning("relaxrepro: %s", found["warning"])
-    if not finished:
-        why = "%s: %s" % (type(value).__name__, value) if value is not None else \
-            "still running after %.0f s; gave up waiting" % (limit + _GRACE_S)
-        log.warning("relaxrepro: could not collect a manifest: %s", why)
-        return None
-    m: Manifest = value
-    _warn_problems(m, "partial manifest")
-    _collected(m)
+
+def _build(ctx: Any, limit: float, adopting: bool, explicit: Any, found: Dict[str, Any]) -> Manifest:
+    """The manifest of ``ctx`` (in the collect thread); adopting run's manifest when ``adopting``.
+    ``found["warning"]``: why run's manifest was not adopted, if it was looked for."""
+    from .collect.assemble import build as assemble  # lazy: ~56 ms (every probe), only when collecting
+
+    outer = None
+    if adopting:  # read in this thread: RELAXREPRO_MANIFEST may sit on a hung network filesystem
+        from .record import adopt  # lazy: ~61 ms (the writer and reader), only under `relaxrepro run`
+
+        answer = deadline.call(functools.partial(adopt.find, ctx.env), min(_ADOPT_S, limit), name="relaxrepro-adopt")
+        if answer.ok:
+            outer, found["warning"] = answer.value
+        else:
+            found["warning"] = "%s=%s: %s; this process writes a manifest of its own" % (
+                adopt.ENV_MANIFEST, ctx.env.get(adopt.ENV_MANIFEST),
+                answer.why("no answer within %g s" % min(_ADOPT_S, limit)))
+    m = assemble(ctx, run_id=outer.run_id if outer is not None else None)
+    if outer is not None:
+        adopt.adopt_lineage(m, outer.doc, explicit)
+        m.outer = outer  # where write_manifest folds it
     return m
 
 
@@ -186,7 +189,7 @@ def _claim(env: Mapping[str, str]) -> bool:
 
 
 def _warn_problems(m: Manifest, what: str) -> None:
-    from .collect.assemble import probe_problems
+    from .collect.assemble import probe_problems  # lazy: imported already by the collection (~56 ms otherwise)
 
     problems = probe_problems(m)
     unfound = session.unfound_parent(m)
@@ -207,9 +210,9 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
     """
     if manifest is None:
         return None
-    try:
-        from .collect import runner
-        from .collect.context import DEADLINE
+    with _NeverRaise("update the manifest"):
+        from .collect import runner  # lazy: ~24 ms (the collection context), only when updating
+        from .collect.context import DEADLINE  # lazy: in the runner's cost above
 
         with _lock:
             updaters = list(_UPDATERS)
@@ -219,13 +222,15 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
         problems: List[str] = []
         for name, fn in updaters:
             t0 = time.monotonic()
-            finished, value = _bounded(functools.partial(fn, manifest, dict(options)), limit, "update-" + name)
+            step = deadline.call(functools.partial(fn, manifest, dict(options)), limit,
+                                 name="relaxrepro-update-" + name)
             seconds = round(time.monotonic() - t0, 4)
-            if not finished:
-                status = "timeout" if value is None else "failed"
-                warning = "%s did not finish within %.0f s" % (name, limit) if value is None else \
-                    "%s crashed: %s: %s" % (name, type(value).__name__, value)
-                entry: Dict[str, Any] = {"status": status, "seconds": seconds, "warnings": [warning]}
+            value = step.value
+            if not step.ok:
+                warning = "%s crashed: %s" % (name, step.why("")) if step.done else \
+                    "%s did not finish within %.0f s" % (name, limit)
+                entry: Dict[str, Any] = {"status": "failed" if step.done else "timeout", "seconds": seconds,
+                                         "warnings": [warning]}
                 problems.append(warning)
             elif value is None:
                 continue
@@ -239,23 +244,20 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
                 collection = manifest.setdefault("collection", {})
                 collection.setdefault("probes", {})[name] = entry
         if per_node:
-            # One zero-CPU Ray task per alive node collects that node's fragment (issue 10).
-            from .collect import node
+            # One zero-CPU Ray task per alive node collects that node's fragment.
+            from .collect import node  # lazy: ~41 ms (the node fragment and its merge), only with per_node
 
             wait = float(given) if given else node.PER_NODE_DEADLINE
-            finished, value = _bounded(functools.partial(node.update_per_node, manifest, wait), wait + _GRACE_S,
-                                       "update-per-node")
-            if finished and isinstance(value, dict) and value is not manifest:
+            merged = deadline.call(functools.partial(node.update_per_node, manifest, wait), wait + _GRACE_S,
+                                   name="relaxrepro-update-per-node")
+            if merged.ok and isinstance(merged.value, dict) and merged.value is not manifest:
                 with _lock:
                     manifest.clear()
-                    manifest.update(value)
-            elif not finished:
-                problems.append("per-node collection: %s" % (
-                    "%s: %s" % (type(value).__name__, value) if value is not None else "did not finish in time"))
+                    manifest.update(merged.value)
+            elif not merged.ok:
+                problems.append("per-node collection: %s" % merged.why("did not finish in time"))
         if problems:
             log.warning("relaxrepro: could not update the manifest: %s", "; ".join(problems))
-    except Exception as exc:
-        log.warning("relaxrepro: could not update the manifest: %s: %s", type(exc).__name__, exc)
     return manifest
 
 
@@ -286,14 +288,12 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
 
 
 def _write(manifest: Dict[str, Any], directory: "os.PathLike[str] | str | None") -> Optional[str]:
-    try:
-        from .manifest.model import new_run_id
-
+    with _NeverRaise("write the manifest"):
         target = output_dir(directory, os.environ)
         with _lock:
-            outer = getattr(manifest, "_outer", None)
+            outer = getattr(manifest, "outer", None)  # a Manifest's; a plain dict has none
             if outer is not None:
-                from .record import adopt
+                from .record import adopt  # lazy: ~61 ms (the writer and reader), only under `relaxrepro run`
 
                 path, why = adopt.write(outer, manifest, first=getattr(manifest, "path", None) != outer.path)
                 if path is not None:
@@ -302,7 +302,7 @@ def _write(manifest: Dict[str, Any], directory: "os.PathLike[str] | str | None")
                     manifest.path = path
                     return path
                 log.warning("relaxrepro: %s; writing a manifest of its own", why)
-                manifest._outer = None  # type: ignore[attr-defined]
+                manifest.outer = None  # type: ignore[attr-defined]  # set only on a Manifest
                 manifest.path = None
                 manifest["run_id"] = new_run_id()  # run's id stays run's file's alone
             earlier = getattr(manifest, "path", None)
@@ -315,48 +315,41 @@ def _write(manifest: Dict[str, Any], directory: "os.PathLike[str] | str | None")
         if result.warnings:
             log.warning("relaxrepro: %s", "; ".join(result.warnings))
         return result.path
-    except Exception as exc:
-        log.warning("relaxrepro: could not write the manifest: %s: %s", type(exc).__name__, exc)
-        return None
+    return None
 
 
 def _find_trackers(manifest: Dict[str, Any], integrations: Optional[bool], tensorboard: Any) -> List[Any]:
     """The tracker runs of the trainer (never imported here), noted under ``lineage.trackers``; [] when off."""
-    try:
-        from .record import trackers
+    with _NeverRaise("look for tracker runs"):
+        from .record import trackers  # lazy: ~8 ms, only when a manifest is written
 
         if not trackers.enabled(integrations, os.environ):
             return []
         found = trackers.find(sys.modules, sys._getframe(1), tensorboard)
         if found:
-            from .collect.context import policy_of
+            from .collect.context import policy_of  # lazy: ~32 ms, only when the trainer has a tracker run
 
             with _lock:
                 trackers.note(manifest, found, policy_of(manifest))
         return found
-    except Exception as exc:
-        log.warning("relaxrepro: could not look for tracker runs: %s: %s", type(exc).__name__, exc)
-        return []
+    return []
 
 
 def _send_trackers(found: List[Any], path: str, manifest: Dict[str, Any], final: bool = False) -> None:
     """Hand the written manifest to the tracker runs, waiting at most ``trackers.SEND_S`` (one warning)."""
-    try:
-        from .collect.context import policy_of
-        from .record import trackers
+    with _NeverRaise("attach the manifest"):
+        from .collect.context import policy_of  # lazy: ~32 ms, only when the trainer has a tracker run
+        from .record import trackers  # lazy: ~8 ms, only when a manifest is written
 
         with _lock:
             info = trackers.summary(manifest, policy_of(manifest))
-        done, value = _bounded(functools.partial(trackers.send, found, path, info, sys.modules, final),
-                               trackers.SEND_S, "trackers")
-        if not done:
-            value = ["%s: %s" % (", ".join(trackers.NAMES[a.tool] for a in found),
-                                 "no answer within %g s; the trainer carries on" % trackers.SEND_S
-                                 if value is None else "%s: %s" % (type(value).__name__, value))]
-        if value:
-            log.warning("relaxrepro: could not attach the manifest to %s", "; ".join(value))
-    except Exception as exc:
-        log.warning("relaxrepro: could not attach the manifest: %s: %s", type(exc).__name__, exc)
+        sent = deadline.call(functools.partial(trackers.send, found, path, info, sys.modules, final),
+                             trackers.SEND_S, name="relaxrepro-trackers")
+        warnings = sent.value if sent.ok else [
+            "%s: %s" % (", ".join(trackers.NAMES[a.tool] for a in found),
+                        sent.why("no answer within %g s; the trainer carries on" % trackers.SEND_S))]
+        if warnings:
+            log.warning("relaxrepro: could not attach the manifest to %s", "; ".join(warnings))
 
 
 def _same_dir(a: str, b: str) -> bool:
@@ -416,7 +409,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         stack = self._local.__dict__.setdefault("stack", [])
         stack.append(state)
         _active.__dict__.setdefault("stack", []).append(state)  # trace()/result() act on the innermost block
-        try:
+        with _NeverRaise("record this run"):  # every call below keeps the promise already
             env = self._options.get("env") or os.environ
             if not session.records_here(env, self._all_ranks):
                 return None
@@ -427,12 +420,10 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
             state.manifest = m
             state.path = write_manifest(m, out, **self._trackers)
             return m
-        except Exception as exc:  # pragma: no cover - every call above already keeps the promise
-            log.warning("relaxrepro: could not record this run: %s: %s", type(exc).__name__, exc)
-            return state.manifest
+        return state.manifest  # pragma: no cover
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
-        try:
+        with _NeverRaise("record the outcome"):  # never replace the trainer's own exception with ours
             stack = self._local.__dict__.get("stack") or []
             state = stack.pop() if stack else None
             active = _active.__dict__.get("stack") or []
@@ -440,14 +431,14 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 active.remove(state)
             if state is None or state.path is None or state.manifest is None:
                 return False
-            from .record import outcome
+            from .record import outcome  # lazy: ~33 ms (the manifest reader and writer), only at a block's end
 
             if not (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):  # ^C: leave at once
                 result(self._metrics, self._outputs, manifest=state.manifest)
             settle(state.manifest)
             ended = outcome.from_exit(exc_type, exc, state.started)
-            state.manifest._flushed = True  # type: ignore[attr-defined]  # written here, not again at exit
-            if getattr(state.manifest, "_outer", None) is not None:
+            state.manifest.flushed = True  # written here, not again at exit
+            if state.manifest.outer is not None:
                 # Under relaxrepro run the outcome goes into run's manifest with the rest; run lays the
                 # process's exit status or signal over it once the command has exited, keeping only
                 # our exception_type (what run cannot see).
@@ -463,8 +454,6 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 state.manifest["outcome"] = ended
                 if found:
                     _send_trackers(found, state.path, state.manifest, final=True)
-        except Exception as err:  # never replace the trainer's own exception with ours
-            log.warning("relaxrepro: could not record the outcome: %s: %s", type(err).__name__, err)
         return False
 
 
@@ -482,8 +471,6 @@ def _collected(m: Manifest) -> None:
     first = _last is None
     _last = m
     if first:
-        import atexit
-
         atexit.register(_flush_last)
 
 
@@ -512,9 +499,9 @@ def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequen
     m = manifest if manifest is not None else current_manifest()
     if m is None or (metrics is None and outputs is None):
         return m.get("results") if m is not None else None
-    try:
-        from .collect.context import safe_getcwd
-        from .record import results
+    with _NeverRaise("record the results"):
+        from .collect.context import safe_getcwd  # lazy: ~18 ms, only for outputs, once per run
+        from .record import results  # lazy: ~7 ms (fingerprints, metrics), only once a run has results
 
         problems: List[str] = []
         found: Dict[str, Any] = {}
@@ -530,14 +517,12 @@ def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequen
         if problems:
             log.warning("relaxrepro: results: %s", "; ".join(problems))
         return section
-    except Exception as exc:
-        log.warning("relaxrepro: could not record the results: %s: %s", type(exc).__name__, exc)
-        return None
+    return None
 
 
 def settle(m: Manifest) -> None:
     """The trace collected in memory, laid into ``results.trace`` before a write."""
-    from .record import results
+    from .record import results  # lazy: ~7 ms, as in result()
 
     with _lock:
         results.settle(m)
@@ -547,65 +532,30 @@ def _flush_last() -> None:
     """At interpreter exit: the trace and results of a manifest recorded without ``recorded`` (by
     ``collect_manifest`` + ``write_manifest``) go into its file, as ``recorded`` does at the block's end."""
     m = _last
-    if m is None or getattr(m, "path", None) is None or getattr(m, "_flushed", False):
+    if m is None or m.path is None or m.flushed:
         return
-    from .record import results
+    from .record import results  # lazy: ~7 ms, as in result()
 
     if any(s.manifest is m for s in _active.__dict__.get("stack") or ()) or not results.pending(m):
         return
-    try:
+    with _NeverRaise("record the results"):
         settle(m)
-        if getattr(m, "_outer", None) is not None:
+        if m.outer is not None:
             write_manifest(m)
             return
-        from .record import outcome
+        from .record import outcome  # lazy: ~33 ms, as in recorded.__exit__
 
         warning = outcome.record(m.path, None, run_id=m.run_id, doc=m)
         if warning:
             log.warning("relaxrepro: %s", warning)
-    except Exception as exc:
-        log.warning("relaxrepro: could not record the results: %s: %s", type(exc).__name__, exc)
 
 
 def _ray_live(manifest: Manifest, options: Dict[str, Any]) -> Any:
-    """The live Ray topology from the trainer's own driver: ``ray.nodes()`` and ``cluster_resources()``.
-
-    No subprocess, no second driver. Ray is never imported here: without an initialised Ray in this
-    process the step reports nothing. It replaces the runtime seen from outside (which may have been
-    partial) and re-derives the training topology from it.
-    """
-    ray = sys.modules.get("ray")
-    if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
-        return None
-    from .collect import runner
-    from .collect.context import policy_of
+    """The live Ray topology from the trainer's own driver (:func:`relaxrepro.collect.probes.ray.update_live`)."""
+    # lazy: ~38 ms, paid only by update_manifest without collect_manifest (the collection imports it already)
     from .collect.probes import ray as ray_probe
-    from .collect.probes import training
 
-    live = ray_probe.runtime_from_ray_nodes(
-        ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)
-    with _lock:
-        runtime = dict(manifest.get("runtime") or {})
-        old_ray = runtime.get("ray") if isinstance(runtime.get("ray"), dict) else {}
-        for key in ("mode", "node_count", "nodes", "dead_nodes", "totals", "local_nodes"):
-            runtime.pop(key, None)
-        live_ray = live.pop("ray")
-        for key in ("cli_version", "address", "address_source"):
-            if old_ray.get(key) is not None:
-                live_ray[key] = old_ray[key]
-        if live_ray.get("cli_version") and live_ray.get("version"):
-            live_ray["mismatch"] = live_ray["cli_version"] != live_ray["version"]
-        runtime.update(live)
-        runtime["ray"] = live_ray
-        manifest["runtime"] = runtime
-        derived, _ = training.derive_training(manifest)
-        kept = {k: v for k, v in (manifest.get("training") or {}).items() if k not in training.OWNED_KEYS}
-        kept.update(derived)
-        manifest["training"] = kept
-        red = policy_of(manifest)  # the policy the manifest was collected with
-        for section in ("runtime", "training"):
-            manifest[section] = red.value(manifest[section])
-    return runner.Outcome()
+    return ray_probe.update_live(manifest, sys.modules, _lock)
 
 
 register_updater("ray_live", _ray_live)

@@ -1,4 +1,4 @@
-"""In-process Ray: ``runtime_from_ray_nodes`` on real ``ray.nodes()`` captures, and ``update_manifest``
+"""In-process Ray: ``ray_parse.runtime_from_ray_nodes`` on real ``ray.nodes()`` captures, and ``update_manifest``
 (never imports Ray, never raises). The real driver is exercised in test_ray_cluster.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from relaxrepro import api
 from relaxrepro.collect.assemble import build
 from relaxrepro.collect.context import Context
-from relaxrepro.collect.probes import ray as ray_probe
+from relaxrepro.collect.probes import ray_parse
 from relaxrepro.manifest.model import Manifest
 from tests.helpers.common import validate_manifest
 from tests.helpers.ray import RAY_FIXTURES
@@ -27,7 +27,7 @@ def nodes(name: str):
 def test_head_is_found_by_the_internal_head_resource(name):
     data = nodes(name)
     assert not any("IsHeadNode" in n for n in data)  # the key code often relies on does not exist
-    got = ray_probe.runtime_from_ray_nodes(data, None, "2.60.0")
+    got = ray_parse.runtime_from_ray_nodes(data, None, "2.60.0")
     assert got["mode"] == "multi_node_ray" and got["node_count"] == 2
     head, worker = got["nodes"]
     assert (head["role"], head["address"]) == ("head", "127.0.0.1")
@@ -38,20 +38,20 @@ def test_head_is_found_by_the_internal_head_resource(name):
 
 def test_cluster_resources_become_totals():
     res = json.loads((RAY_FIXTURES / "ray_cluster_resources_2node.json").read_text())["cluster_resources"]
-    got = ray_probe.runtime_from_ray_nodes(nodes("ray_nodes_api_2node.json"), res, "2.60.0")
+    got = ray_parse.runtime_from_ray_nodes(nodes("ray_nodes_api_2node.json"), res, "2.60.0")
     assert got["totals"] == {"CPU": 3, "GPU": 1, "accelerator_type:H100": 1, "memory_gb": 32.41,
                              "object_store_memory_gb": 13.89}
 
 
 def test_dead_worker_from_ray_nodes():
-    got = ray_probe.runtime_from_ray_nodes(nodes("ray_nodes_api_2node_worker_dead.json"), None, "2.60.0")
+    got = ray_parse.runtime_from_ray_nodes(nodes("ray_nodes_api_2node_worker_dead.json"), None, "2.60.0")
     assert got["mode"] == "single_node_ray" and got["node_count"] == 1
     [dead] = got["dead_nodes"]
     assert dead["alive"] is False and dead["state_message"] == "received SIGTERM"
 
 
 def test_single_node():
-    got = ray_probe.runtime_from_ray_nodes(nodes("ray_nodes_api.json"), {}, "2.60.0")
+    got = ray_parse.runtime_from_ray_nodes(nodes("ray_nodes_api.json"), {}, "2.60.0")
     assert got["mode"] == "single_node_ray" and got["nodes"][0]["role"] == "head"
 
 

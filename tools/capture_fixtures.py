@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from relaxrepro.collect.context import default_policy  # noqa: E402
-from relaxrepro.collect.probes import nvidia  # noqa: E402
+from relaxrepro.collect.probes import gpu_fields, nvidia, nvidia_parse  # noqa: E402
 from relaxrepro.manifest.redact import Redactor  # noqa: E402
 from relaxrepro.std import proc  # noqa: E402
 
@@ -39,9 +39,9 @@ SMI = "nvidia-smi"
 COMMANDS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
     # (folder under tests/fixtures, file name suffix, argv)
     ("nvidia/xml", ".xml", (SMI, "-q", "-x")),
-    ("nvidia/csv", ".noheader.csv", (SMI, "--query-gpu=" + ",".join(nvidia.QUERY_FIELDS),
+    ("nvidia/csv", ".noheader.csv", (SMI, "--query-gpu=" + ",".join(nvidia_parse.QUERY_FIELDS),
                                      "--format=csv,noheader,nounits")),
-    ("nvidia/csv", "__basic.noheader.csv", (SMI, "--query-gpu=" + ",".join(nvidia.BASIC_QUERY_FIELDS),
+    ("nvidia/csv", "__basic.noheader.csv", (SMI, "--query-gpu=" + ",".join(nvidia_parse.BASIC_QUERY_FIELDS),
                                             "--format=csv,noheader,nounits")),
     ("nvidia/list", ".txt", (SMI, "-L")),
     ("nvidia/table", ".txt", (SMI,)),
@@ -78,7 +78,7 @@ class Masker:
 
     @staticmethod
     def _zero(value: str) -> str:
-        if nvidia._clean(value) is None:  # N/A and friends stay as the tool printed them
+        if gpu_fields.clean(value) is None:  # N/A and friends stay as the tool printed them
             return value
         return re.sub(r"[0-9A-Za-z]", "0", value)
 
@@ -99,9 +99,9 @@ def default_label(outputs: Dict[Tuple[str, str], str]) -> str:
     info: Dict[str, object] = {}
     for (folder, _), text in outputs.items():
         if folder == "nvidia/xml":
-            info = nvidia.parse_smi_xml(text)
+            info = nvidia_parse.parse_smi_xml(text)
         elif folder == "nvidia/table" and not info.get("gpus"):
-            info = nvidia.parse_table(text)
+            info = nvidia_parse.parse_table(text)
     gpus = info.get("gpus") or []
     if gpus and info.get("driver_version"):
         model = str(gpus[0].get("model", "gpu")) + ("-x%d" % len(gpus) if len(gpus) > 1 else "")
@@ -126,7 +126,7 @@ def capture(out_dir: str, label: Optional[str], timeout: float,
         if not body.strip():
             sys.stderr.write("skipped %s: no output (%s)\n" % (" ".join(argv), res.describe()))
             continue
-        if argv[0] == SMI and not res.ok and nvidia.parse_errors(body):
+        if argv[0] == SMI and not res.ok and nvidia_parse.parse_errors(body):
             # A failing driver is a fixture too, but for the error tests, not the parser's folder.
             folder, suffix = "nvidia/errors", "__" + _slug(" ".join(argv[1:3]) or "table") + ".txt"
         outputs[(folder, suffix)] = masker.text(body)

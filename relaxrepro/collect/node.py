@@ -5,11 +5,16 @@ from inside the trainer (``update_manifest(per_node=True)``). The format and the
 
 from __future__ import annotations
 
+import importlib
+import sys
 import time
 
+from .._version import __version__
 from ..manifest.model import RUN_ID_ENV, Manifest
 from ..manifest.nodes import FRAGMENT_VERSION, check_fragment, merge_fragments, node_name
-from .context import DEADLINE, Context
+from ..manifest.redact import redact_document
+from . import registry, runner
+from .context import DEADLINE, Context, policy_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -40,10 +45,6 @@ def collect_fragment(ctx: Context) -> Manifest:
     ``generate --node-report`` writes it without a second pass. ``ctx.options``: ``run_id`` (required
     to merge later), ``ray_node_id``, ``role``, ``source``.
     """
-    from .._version import __version__
-    from ..manifest.redact import redact_document
-    from . import registry, runner
-
     run_id = str(ctx.options.get("run_id") or run_id_from_env(ctx.env) or "")
     probes = [p for p in registry.PROBES if p.name in NODE_PROBES]
     sections, collection = runner.run_probes(probes, ctx)
@@ -163,19 +164,12 @@ def _node_affinity(ray: Any) -> Any:
     """``NodeAffinitySchedulingStrategy`` of the trainer's ray (a submodule of the imported package)."""
     module = getattr(getattr(ray, "util", None), "scheduling_strategies", None)
     if module is None:
-        import importlib
-
         module = importlib.import_module("ray.util.scheduling_strategies")
     return module.NodeAffinitySchedulingStrategy
 
 
 def update_per_node(m: Dict[str, Any], deadline_s: Optional[float] = None) -> Dict[str, Any]:
     """``update_manifest(per_node=True)``: collect over the trainer's Ray and merge; ``m`` when no Ray."""
-    import sys
-
-    from ..manifest.redact import redact_document
-    from .context import policy_of
-
     ray = sys.modules.get("ray")
     if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
         return m

@@ -1,20 +1,23 @@
 """Run the registered probes concurrently under one deadline and merge what they report.
 
-Probes run in daemon threads (not ``concurrent.futures``, whose workers are joined at interpreter
-exit): a probe stuck past the deadline is recorded as ``timeout`` and left behind, and the process
-still exits promptly.
+Probes run in daemon threads (:mod:`relaxrepro.std.deadline`): a probe stuck past the deadline is
+recorded as ``timeout`` and left behind, and the process still exits promptly.
 """
 
 from __future__ import annotations
 
-import threading
+import functools
 
+from ..std import deadline
 from ..std.records import Factory, FrozenRecord, Record
 from .context import Context
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import threading
     from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+    from ..std.deadline import Call
 
 STATUSES = ("ok", "partial", "absent", "failed", "timeout", "skipped")
 
@@ -53,12 +56,9 @@ class Deriver(FrozenRecord):
     derive: Callable[[Dict[str, Any], Context], Optional[Outcome]]
 
 
-_stray_threads: List[threading.Thread] = []
-
-
 def stray_threads() -> List[threading.Thread]:
     """Probe threads still running after their collection ended (the CLI exits hard if any)."""
-    return [t for t in _stray_threads if t.is_alive()]
+    return deadline.stray_threads()
 
 
 def run_probes(
@@ -67,47 +67,12 @@ def run_probes(
     """Run ``probes`` in parallel; return (merged sections, ``collection.probes`` entries)."""
     probes = list(probes)
     skip = set(skip)
-    results: Dict[str, Tuple[Outcome, float]] = {}
-    lock = threading.Lock()
-    threads: List[Tuple[Probe, threading.Thread, List[float]]] = []
-
-    def _body(probe: Probe, started: List[float]) -> None:
-        ctx.begin_probe()
-        t0 = ctx.clock()
-        started.append(t0)
-        try:
-            outcome = probe.collect(ctx)
-            if not isinstance(outcome, Outcome):
-                outcome = Outcome(status="failed", warnings=["probe returned %s" % type(outcome).__name__])
-        except Exception as exc:  # a probe bug must cost one probe, not the manifest
-            import traceback  # only when a probe crashes: ~3 ms (linecache, tokenize) off every run
-
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            outcome = Outcome(
-                status="failed",
-                warnings=["%s crashed: %s: %s (%s:%s)" % (
-                    probe.name, type(exc).__name__, exc, where.filename.rsplit("/", 1)[-1], where.lineno)],
-            )
-        with lock:
-            results[probe.name] = (outcome, ctx.clock() - t0)
-
-    for probe in probes:
-        if probe.name in skip:
-            continue
-        started: List[float] = []
-        t = threading.Thread(target=_body, args=(probe, started), name="relaxrepro-" + probe.name, daemon=True)
-        t.start()
-        threads.append((probe, t, started))
-
-    for _probe, t, started in threads:
-        # Each probe has its own budget from its start, and all share the hard deadline.
-        while t.is_alive():
-            t0 = started[0] if started else ctx.clock()
-            limit = min(ctx.deadline, t0 + ctx.probe_budget_s + 0.25)
-            left = limit - ctx.clock()
-            if left <= 0:
-                break
-            t.join(min(left, 0.05))
+    running = [p for p in probes if p.name not in skip]
+    # Each probe has its own budget from its start, and all share the hard deadline.
+    calls = deadline.call_all([functools.partial(_collect, probe, ctx) for probe in running], ctx.deadline,
+                              clock=ctx.clock, each=ctx.probe_budget_s + 0.25,
+                              names=["relaxrepro-" + probe.name for probe in running])
+    results: Dict[str, Call] = {probe.name: call for probe, call in zip(running, calls)}
 
     sections: Dict[str, Any] = {}
     collection: Dict[str, Any] = {}
@@ -115,24 +80,41 @@ def run_probes(
         if probe.name in skip:
             collection[probe.name] = {"status": "skipped", "seconds": 0.0, "warnings": []}
             continue
-        with lock:
-            got = results.get(probe.name)
-        if got is None:
-            thread = next(t for p, t, _ in threads if p is probe)
-            _stray_threads.append(thread)
+        got = results[probe.name]
+        if not got.ok:  # still running (or ended by a BaseException, which leaves no outcome either)
             collection[probe.name] = {
                 "status": "timeout",
                 "seconds": round(ctx.clock() - ctx.started, 3),
                 "warnings": ["%s did not finish within its budget; its data is left out" % probe.name],
             }
             continue
-        outcome, seconds = got
+        outcome, seconds = got.value
         status = outcome.status if outcome.status in STATUSES else "failed"
         warnings = [str(w) for w in outcome.warnings]
         for clash in merge_into(sections, outcome.data):
             warnings.append("%s: %s was already set by another probe; kept the first" % (probe.name, clash))
         collection[probe.name] = {"status": status, "seconds": round(seconds, 4), "warnings": warnings}
     return sections, collection
+
+
+def _collect(probe: Probe, ctx: Context) -> Tuple[Outcome, float]:
+    """One probe's outcome and seconds, in its own thread; a crash becomes a ``failed`` outcome."""
+    ctx.begin_probe()
+    t0 = ctx.clock()
+    try:
+        outcome = probe.collect(ctx)
+        if not isinstance(outcome, Outcome):
+            outcome = Outcome(status="failed", warnings=["probe returned %s" % type(outcome).__name__])
+    except Exception as exc:  # a probe bug must cost one probe, not the manifest
+        import traceback  # lazy: ~3 ms (linecache, tokenize), only when a probe crashes
+
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        outcome = Outcome(
+            status="failed",
+            warnings=["%s crashed: %s: %s (%s:%s)" % (
+                probe.name, type(exc).__name__, exc, where.filename.rsplit("/", 1)[-1], where.lineno)],
+        )
+    return outcome, ctx.clock() - t0
 
 
 def run_derivers(derivers: Iterable[Deriver], doc: Dict[str, Any], ctx: Context) -> Dict[str, Any]:

@@ -143,6 +143,10 @@ class Manifest(dict):
     tracer: Any
     """The :class:`~relaxrepro.manifest.trace.Trace` of :meth:`trace` (None until the first call); written
     into ``results.trace`` with the outcome."""
+    outer: Any
+    """The manifest of ``relaxrepro run`` this one is folded into (:mod:`relaxrepro.record.adopt`), else None."""
+    flushed: bool
+    """Written with its outcome when its ``recorded`` block ended: not written again at interpreter exit."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -151,6 +155,8 @@ class Manifest(dict):
         self.private_sidecars = {}
         self.redacted_by = None
         self.tracer = None
+        self.outer = None
+        self.flushed = False
 
     def trace(self, step: Any, loss: Any = None, **scalars: Any) -> None:
         """Keep this step's scalars exactly (the first 50 steps, then every K-th; see

@@ -246,7 +246,7 @@ def _end_all_and_die(signum: int, _frame: object) -> None:
 
 
 def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[bytes]):
-    import selectors
+    import selectors  # lazy: ~2 ms, only once a child runs (reading commands never start one)
 
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
     truncated = False

@@ -8,6 +8,7 @@ import pytest
 
 from relaxrepro.collect import gitfs, repos
 from relaxrepro.collect.probes import git as g
+from relaxrepro.collect.probes import git_patch
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "git"
 
@@ -88,14 +89,14 @@ def test_describe_must_end_in_the_commit(text, expected):
     (b'q"uote\\back\ttab', b'"q\\"uote\\\\back\\ttab"'),
 ], ids=["plain", "space", "latin-1", "specials"])
 def test_quote_path_like_git(name, expected):
-    assert g.quote_path(name) == expected
+    assert git_patch.quote_path(name) == expected
 
 
 def test_new_file_hunks():
-    assert g.new_file_patch(b"a.txt", b"x\ny\n") == (
+    assert git_patch.new_file_patch(b"a.txt", b"x\ny\n") == (
         b"diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1,2 @@\n+x\n+y\n")
-    assert g.new_file_patch(b"n", b"last") .endswith(b"@@ -0,0 +1 @@\n+last\n\\ No newline at end of file\n")
-    assert g.new_file_patch(b"e", b"") == b"diff --git a/e b/e\nnew file mode 100644\n"
+    assert git_patch.new_file_patch(b"n", b"last") .endswith(b"@@ -0,0 +1 @@\n+last\n\\ No newline at end of file\n")
+    assert git_patch.new_file_patch(b"e", b"") == b"diff --git a/e b/e\nnew file mode 100644\n"
 
 
 def test_redact_lines_shim_reports_one_based_line_numbers():
@@ -103,7 +104,7 @@ def test_redact_lines_shim_reports_one_based_line_numbers():
         def text(self, s, key=None):
             return s.replace("secret", "<redacted>")
 
-    out, changed = g.redact_lines(Upper(), "a\nsecret here\nb\nsecret\n")
+    out, changed = git_patch.redact_lines(Upper(), "a\nsecret here\nb\nsecret\n")
     assert out == "a\n<redacted> here\nb\n<redacted>\n" and changed == [2, 4]
 
 
@@ -112,7 +113,7 @@ def test_redact_lines_prefers_the_redactors_own_lines():
         def lines(self, s):
             return s.upper(), [1]
 
-    assert g.redact_lines(WithLines(), "a") == ("A", [1])
+    assert git_patch.redact_lines(WithLines(), "a") == ("A", [1])
 
 
 # -- .git files ---------------------------------------------------------------------------------------

@@ -97,20 +97,21 @@ def decode_cuda(value: int) -> Optional[str]:
 
 def decode_cudnn(value: int) -> Optional[str]:
     """``cudnnGetVersion``: 10000*major + 100*minor + patch since 9 (90100 -> 9.1.0), 1000*major before (8902)."""
-    if value <= 0:
-        return None
-    if value >= 90000:
-        return "%d.%d.%d" % (value // 10000, (value % 10000) // 100, value % 100)
-    return "%d.%d.%d" % (value // 1000, (value % 1000) // 100, value % 100)
+    return _decode_three(value, wide_from=90000)
 
 
 def decode_nccl(value: int) -> Optional[str]:
     """``ncclGetVersion``: 10000*major + 100*minor + patch since 2.9 (22304 -> 2.23.4), 1000*major before (2708)."""
+    return _decode_three(value, wide_from=10000)
+
+
+def _decode_three(value: int, *, wide_from: int) -> Optional[str]:
+    """major.minor.patch of a library's version number: 10000*major + 100*minor + patch from ``wide_from``
+    on, 1000*major + 100*minor + patch below it; None for 0 or less (no answer)."""
     if value <= 0:
         return None
-    if value >= 10000:
-        return "%d.%d.%d" % (value // 10000, (value % 10000) // 100, value % 100)
-    return "%d.%d.%d" % (value // 1000, (value % 1000) // 100, value % 100)
+    major = 10000 if value >= wide_from else 1000
+    return "%d.%d.%d" % (value // major, (value % major) // 100, value % 100)
 
 
 _DECODE = {"cudart": decode_cuda, "cudnn": decode_cudnn, "nccl": decode_nccl}

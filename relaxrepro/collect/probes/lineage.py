@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Mapping
 
 from ...manifest.flat import ARG_DEPTH, flatten
 from ...manifest.model import OUTPUT_DIR_ENV, READ_LIMIT_BYTES
 from ...manifest.reader import parse_json, read_bytes
+from ...std import deadline
 from ..arguments import parse_argv_args
 from ..context import Context
 from ..runner import Outcome
@@ -91,19 +91,10 @@ hung network filesystem must not hold the training back."""
 
 
 def _within(ctx: Context, fn: Callable[[], Any]) -> Any:
-    """``fn()`` in a daemon thread for at most ``_LOOKUP_S`` (and the collection's deadline); None if late."""
-    box: Dict[str, Any] = {}
+    """``fn()`` in a daemon thread for at most ``_LOOKUP_S`` (and the collection's deadline); None if late.
 
-    def body() -> None:
-        try:
-            box["value"] = fn()
-        except Exception as exc:  # reported as a late answer: the deriver notes it and carries on
-            box["error"] = exc
-
-    t = threading.Thread(target=body, name="relaxrepro-lineage", daemon=True)
-    t.start()
-    t.join(max(min(_LOOKUP_S, ctx.remaining()), 0.2))
-    return box.get("value")
+    An exception counts as a late answer: the deriver notes it and carries on."""
+    return deadline.call(fn, max(min(_LOOKUP_S, ctx.remaining()), 0.2), name="relaxrepro-lineage").value
 
 
 def _search_dirs(ctx: Context) -> List[str]:

@@ -16,332 +16,25 @@ Every call is capped (a stale address makes the CLI hang ~41 s before it gives u
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import threading
-from collections.abc import Mapping
 
-from ...std import proc
+from ...std import deadline, proc
 from ...std.files import read_regular
-from ..context import Context
+from ..context import Context, policy_of
 from ..runner import Outcome
+from . import ray_parse, training
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+    from ...std.deadline import Call
 
 CALL_TIMEOUT_S = 3.5
 """Cap for each ray CLI call. A healthy ``ray list nodes`` takes ~1 s on an idle 2-core machine but
 2.6-3.5 s at load average 5 (measured here, Ray 2.60), so 2.5 s would call a busy node "unreachable";
 a stale address hangs ~41 s, so some cap below the 4 s probe budget is needed anyway."""
-
-HEAD_RESOURCE = "node:__internal_head__"
-"""How Ray itself tells the head (``autoscaler/v2/utils.py``); ``ray.nodes()`` has no IsHeadNode key."""
-
-_GIB = float(1 << 30)
-_UNITS = {"B": 1.0, "KiB": 1024.0, "MiB": 1024.0 ** 2, "GiB": _GIB, "TiB": 1024.0 ** 4, "PiB": 1024.0 ** 5}
-_MEMORY_KEYS = {"memory": "memory_gb", "object_store_memory": "object_store_memory_gb"}
-_DROPPED_LABELS = ("ray.io/node-id", "ray.io/node_id")  # the node id again (2.60 / 2.9.3 spelling)
-
-
-# -- resource normalisation -------------------------------------------------------------------------
-
-def parse_size(value: Any) -> Optional[float]:
-    """``"16.043 GiB"`` / ``"16.30GiB"`` / raw bytes -> GiB, two decimals; None when unreadable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return round(float(value) / _GIB, 2)
-    m = re.match(r"^\s*([0-9.]+)\s*([KMGTP]?i?B)\s*$", str(value))
-    if not m or m.group(2) not in _UNITS:
-        return None
-    try:
-        return round(float(m.group(1)) * _UNITS[m.group(2)] / _GIB, 2)
-    except ValueError:
-        return None
-
-
-def _number(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def normalize_resources(raw: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
-    """Ray resources -> manifest resources, and whether the head marker was among them.
-
-    ``node:<ip>`` entries are dropped (one per node, they only repeat the address); memory becomes GiB.
-    """
-    out: Dict[str, Any] = {}
-    head = False
-    for key, value in raw.items():
-        key = str(key)
-        if key == HEAD_RESOURCE:
-            head = True
-            continue
-        if key.startswith("node:"):
-            continue
-        if key in _MEMORY_KEYS:
-            size = parse_size(value)
-            if size is not None:
-                out[_MEMORY_KEYS[key]] = size
-            continue
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = _number(value)
-    return out, head
-
-
-def _labels(raw: Any) -> Dict[str, str]:
-    if not isinstance(raw, dict):
-        return {}
-    return {str(k): str(v) for k, v in sorted(raw.items()) if k not in _DROPPED_LABELS}
-
-
-def _sort_nodes(nodes: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    order = {"head": 0, "worker": 1, "unknown": 2}
-    return sorted(nodes, key=lambda n: (order.get(n.get("role"), 3), str(n.get("node_id") or "")))
-
-
-def _summary(nodes: List[Dict[str, Any]], dead: List[Dict[str, Any]]) -> Dict[str, Any]:
-    totals: Dict[str, Any] = {}
-    for node in nodes:
-        for key, value in (node.get("resources") or {}).items():
-            if isinstance(value, (int, float)):
-                totals[key] = _number(round(totals.get(key, 0) + value, 2))
-    out: Dict[str, Any] = {"node_count": len(nodes), "nodes": _sort_nodes(nodes), "totals": totals}
-    if dead:
-        out["dead_nodes"] = _sort_nodes(dead)
-    return out
-
-
-# -- pure parsers ---------------------------------------------------------------------------------
-
-def parse_list_nodes(text: str) -> Dict[str, Any]:
-    """``ray list nodes --format json`` (same schema in 2.9.3 and 2.60.0) -> node summary.
-
-    Raises ``ValueError`` when the text is not that JSON list.
-    """
-    data = json.loads(text)
-    if not isinstance(data, list):
-        raise ValueError("ray list nodes: expected a JSON list, got %s" % type(data).__name__)
-    return summary_from_state_nodes(data)
-
-
-def parse_dashboard_nodes(text: str) -> Dict[str, Any]:
-    """The dashboard's ``GET /api/v0/nodes`` (what ``ray list nodes`` itself asks): the same node
-    records, wrapped in ``data.result.result``, memory in raw bytes. Raises ``ValueError``."""
-    obj = json.loads(text)
-    try:
-        data = obj["data"]["result"]["result"]
-    except (KeyError, TypeError):
-        raise ValueError("dashboard /api/v0/nodes: no data.result.result in the answer") from None
-    if not isinstance(data, list):
-        raise ValueError("dashboard /api/v0/nodes: expected a list of nodes")
-    return summary_from_state_nodes(data)
-
-
-def parse_dashboard_version(text: str) -> Optional[str]:
-    """The cluster's Ray version from the dashboard's ``GET /api/version``."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return None
-    value = obj.get("ray_version") if isinstance(obj, dict) else None
-    return str(value) if value else None
-
-
-def summary_from_state_nodes(data: Sequence[Any]) -> Dict[str, Any]:
-    """Node records of Ray's state API (``NodeState``: CLI and dashboard alike) -> node summary."""
-    nodes: List[Dict[str, Any]] = []
-    dead: List[Dict[str, Any]] = []
-    for item in data:
-        if not isinstance(item, dict):
-            continue
-        resources, head_marker = normalize_resources(item.get("resources_total") or {})
-        head = item.get("is_head_node") is True or head_marker
-        node = {
-            "node_id": item.get("node_id"),
-            "address": item.get("node_ip"),
-            "role": "head" if head else ("worker" if "is_head_node" in item or resources else "unknown"),
-            "resources": resources,
-            "labels": _labels(item.get("labels")),
-        }
-        if str(item.get("state", "ALIVE")).upper() == "ALIVE":
-            node["alive"] = True
-            nodes.append(node)
-        else:
-            node["alive"] = False
-            if item.get("state_message"):
-                node["state_message"] = str(item["state_message"])
-            dead.append(node)
-    return _summary(nodes, dead)
-
-
-def runtime_from_ray_nodes(
-    nodes: Sequence[Mapping[str, Any]], cluster_resources: Optional[Mapping[str, Any]] = None,
-    version: Optional[str] = None,
-) -> Dict[str, Any]:
-    """``ray.nodes()`` + ``ray.cluster_resources()`` (in the trainer's process) -> ``runtime`` data.
-
-    The head is the node holding ``node:__internal_head__`` (no ``IsHeadNode`` key exists in 2.9-2.60).
-    """
-    alive: List[Dict[str, Any]] = []
-    dead: List[Dict[str, Any]] = []
-    for item in nodes:
-        if not isinstance(item, Mapping):
-            continue
-        resources, head = normalize_resources(item.get("Resources") or {})
-        node = {
-            "node_id": item.get("NodeID"),
-            "address": item.get("NodeManagerAddress"),
-            "role": "head" if head or item.get("IsHeadNode") is True else "worker",
-            "resources": resources,
-            "labels": _labels(item.get("Labels")),
-        }
-        if item.get("Alive", item.get("alive")) is False:
-            node["alive"] = False
-            if item.get("DeathReasonMessage"):
-                node["state_message"] = str(item["DeathReasonMessage"])
-            dead.append(node)
-        else:
-            node["alive"] = True
-            alive.append(node)
-    out = _summary(alive, dead)
-    if cluster_resources:
-        out["totals"], _ = normalize_resources(cluster_resources)
-    out["mode"] = _mode(len(alive))
-    out["ray"] = {"version": version, "source": "api"}
-    return out
-
-
-_USAGE_RE = re.compile(r"^\s*(\S+)/(\S+)\s+(\S+)\s*$")
-
-
-def _usage_line(line: str) -> Optional[Tuple[str, Any]]:
-    """``0.0/2.0 CPU`` or ``0B/16.30GiB memory`` -> (name, total)."""
-    m = _USAGE_RE.match(line)
-    if not m:
-        return None
-    name, total = m.group(3), m.group(2)
-    if name in _MEMORY_KEYS:
-        size = parse_size(total)
-        return (_MEMORY_KEYS[name], size) if size is not None else None
-    try:
-        return name, _number(float(total))
-    except ValueError:
-        return None
-
-
-def parse_status_text(text: str) -> Dict[str, Any]:
-    """``ray status [-v]`` text of 2.9.x (``Usage:``/``Demands:``) and 2.6x (``Total Usage:``...).
-
-    Node count from the ``Active:``/``Idle:`` lines, cluster totals from the usage block, and with
-    ``-v`` each ``Node: <id>`` block's resources. The text shows no roles and no addresses.
-    Parsed leniently: unknown lines are skipped, since the format changes between versions.
-    """
-    count = 0
-    active_ids: List[str] = []
-    totals: Dict[str, Any] = {}
-    per_node: Dict[str, Dict[str, Any]] = {}
-    block = None
-    current: Optional[str] = None
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if not line.startswith(" "):
-            current = None
-            if stripped in ("Active:", "Idle:"):
-                block = "nodes"
-            elif stripped in ("Usage:", "Total Usage:"):  # 2.9.x / 2.6x
-                block = "totals"
-            elif stripped.startswith("Node: "):
-                current = stripped[len("Node: "):].split()[0]
-                per_node.setdefault(current, {})
-                block = "node"
-            elif stripped == "Resources":
-                block = "resources"
-            else:
-                block = "other"
-            continue
-        if block == "nodes":
-            m = re.match(r"^(\d+)\s+(\S+)", stripped)
-            if m:
-                count += int(m.group(1))
-                if m.group(2).startswith("node_"):
-                    active_ids.append(m.group(2)[len("node_"):])
-        elif block == "totals":
-            got = _usage_line(stripped)
-            if got:
-                totals[got[0]] = got[1]
-        elif block == "node" and current is not None:
-            got = _usage_line(stripped)
-            if got:
-                per_node[current][got[0]] = got[1]
-    nodes = [{"node_id": nid, "role": "unknown", "resources": per_node.get(nid, {}), "labels": {}, "alive": True}
-             for nid in (active_ids if len(active_ids) == count else sorted(per_node))]
-    for node in nodes:
-        acc = [k.split(":", 1)[1] for k in node["resources"] if k.startswith("accelerator_type:")]
-        if acc:
-            node["labels"] = {"ray.io/accelerator-type": acc[0]}
-    out = _summary(nodes, [])
-    out["node_count"] = count
-    out["totals"] = totals
-    return out
-
-
-def parse_version(text: str) -> Optional[str]:
-    """``ray, version 2.60.0`` -> ``2.60.0``."""
-    m = re.search(r"version\s+([0-9][0-9A-Za-z.+-]*)", text or "")
-    return m.group(1) if m else None
-
-
-def parse_version_mismatch(stderr: str) -> Optional[Tuple[str, str]]:
-    """(cluster version, CLI version) from either version's mismatch error, else None."""
-    m = re.search(r"cluster has Ray version (\S+) but local Ray version is (\S+)", stderr or "")
-    if m:  # 2.60 CLI against a 2.9.3 cluster
-        return m.group(1), m.group(2).rstrip(".")
-    m = re.search(r"has version (\S+), but this process\s*is running Ray version (\S+)", stderr or "")
-    if m:  # 2.9.3 CLI against a 2.60 cluster ("this processis" is Ray's own typo)
-        return m.group(1).rstrip(",."), m.group(2).rstrip(".")
-    return None
-
-
-def parse_static_resource_list(value: str) -> Dict[str, float]:
-    """raylet ``--static_resource_list=CPU,2,node:__internal_head__,1.0,...`` -> {name: amount}."""
-    parts = value.split(",")
-    out: Dict[str, float] = {}
-    for name, amount in zip(parts[0::2], parts[1::2]):
-        try:
-            out[name] = float(amount)
-        except ValueError:
-            continue
-    return out
-
-
-def parse_raylet_cmdline(args: Sequence[str]) -> Optional[Dict[str, Any]]:
-    """A raylet's argv (from ``/proc/<pid>/cmdline``) -> its node; None if it is not a raylet."""
-    if not args or os.path.basename(args[0]) != "raylet":
-        return None
-    flags: Dict[str, str] = {}
-    for arg in args[1:]:
-        if arg.startswith("--") and "=" in arg:
-            key, _, value = arg[2:].partition("=")
-            flags.setdefault(key.replace("-", "_"), value)
-    if "static_resource_list" not in flags and "gcs_address" not in flags:
-        return None
-    resources, head = normalize_resources(parse_static_resource_list(flags.get("static_resource_list", "")))
-    return {
-        "node_id": flags.get("node_id"),
-        "address": flags.get("node_ip_address"),
-        "gcs_address": flags.get("gcs_address"),
-        "role": "head" if head else "worker",
-        "resources": resources,
-        "executable": args[0],
-    }
-
 
 # -- detection without a subprocess ---------------------------------------------------------------
 
@@ -372,7 +65,7 @@ def scan_raylets(ctx: Context, limit: int = 100000) -> List[Dict[str, Any]]:
         raw = ctx.read_text("/proc", name, "cmdline", limit=1 << 16)
         if not raw or "raylet" not in raw:
             continue
-        node = parse_raylet_cmdline([a for a in raw.split("\0") if a])
+        node = ray_parse.parse_raylet_cmdline([a for a in raw.split("\0") if a])
         if node is None or not _same_user(ctx, name, my_uid):
             continue
         if ours is not None and _is_loopback(node.get("gcs_address")):
@@ -482,12 +175,6 @@ def detect(ctx: Context) -> Dict[str, Any]:
 
 # -- the collector --------------------------------------------------------------------------------
 
-def _mode(node_count: int) -> str:
-    if node_count <= 0:
-        return "local"
-    return "single_node_ray" if node_count == 1 else "multi_node_ray"
-
-
 def _call_timeout(ctx: Context) -> float:
     """``options["ray_timeout_s"]`` (API callers with a larger probe budget) or the default cap."""
     value = ctx.options.get("ray_timeout_s")
@@ -496,23 +183,11 @@ def _call_timeout(ctx: Context) -> float:
     return CALL_TIMEOUT_S
 
 
-def _background(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """Start ``fn`` in a thread; the returned callable waits for its result (``fn`` has its own timeout)."""
-    box: List[Any] = []
-
-    def body() -> None:
-        try:
-            box.append(fn())
-        except Exception as exc:  # proc.run reports rather than raises; this keeps that promise here
-            box.append(proc.ProcResult(argv=["ray"], error="%s: %s" % (type(exc).__name__, exc)))
-
-    t = threading.Thread(target=body, name="relaxrepro-ray-version", daemon=True)
-    t.start()
-
-    def wait() -> Any:
-        t.join()
-        return box[0]
-    return wait
+def _version_answer(call: Call) -> proc.ProcResult:
+    """What ``ray --version`` run in the background gave; a crash is reported as proc.run reports, not raised."""
+    if call.ok:
+        return call.value
+    return proc.ProcResult(argv=["ray"], error=call.why("no answer"))
 
 
 def _failure(res: Any) -> str:
@@ -553,7 +228,7 @@ def dashboard_url(address: Optional[str], port: int = DASHBOARD_PORT) -> Optiona
 
 
 def _http_get(url: str, timeout: float, limit: int = 16 << 20) -> str:
-    import urllib.request
+    import urllib.request  # lazy: ~130 ms (http.client, email, ssl), only when a dashboard may answer
 
     # No proxy: an https_proxy from the user's shell must not carry a cluster-internal request away.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -564,12 +239,12 @@ def _http_get(url: str, timeout: float, limit: int = 16 << 20) -> str:
 def _from_dashboard(url: str, timeout: float) -> Tuple[Optional[Dict[str, Any]], Optional[str], Optional[str]]:
     """(node summary, cluster version, why not) from the dashboard's REST API; never raises."""
     try:
-        summary = parse_dashboard_nodes(_http_get(url + "/api/v0/nodes?limit=10000&timeout=%d" % max(timeout, 1),
-                                                  timeout))
+        nodes_url = url + "/api/v0/nodes?limit=10000&timeout=%d" % max(timeout, 1)
+        summary = ray_parse.parse_dashboard_nodes(_http_get(nodes_url, timeout))
     except Exception as exc:  # refused, timed out, HTTP error, not the expected JSON
         return None, None, "%s: %s" % (type(exc).__name__, exc)
     try:
-        version = parse_dashboard_version(_http_get(url + "/api/version", timeout))
+        version = ray_parse.parse_dashboard_version(_http_get(url + "/api/version", timeout))
     except Exception:
         version = None
     return summary, version, None
@@ -617,7 +292,8 @@ def collect(ctx: Context) -> Outcome:
         ray_info["cli_version"] = installed
     version_call = None
     if has_cli and not installed:
-        version_call = _background(lambda: ctx.run(["ray", "--version"], timeout=cap, env=env))
+        version_call = deadline.start(lambda: ctx.run(["ray", "--version"], timeout=cap, env=env),
+                                      name="relaxrepro-ray-version")
     summary: Optional[Dict[str, Any]] = None
     port = ctx.options.get("ray_dashboard_port")  # a head started with --dashboard-port
     port = port if isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536 else DASHBOARD_PORT
@@ -633,9 +309,9 @@ def collect(ctx: Context) -> Outcome:
     if summary is None and has_cli:
         summary = _from_cli(ctx, env, raylets, ray_info, out)
     if version_call is not None:
-        res = version_call()
+        res = _version_answer(version_call.wait())  # ctx.run has its own timeout
         if res.ok:
-            ray_info.setdefault("cli_version", parse_version(res.stdout))
+            ray_info.setdefault("cli_version", ray_parse.parse_cli_version(res.stdout))
     if summary is None:
         return _from_raylets(out, raylets, ray_info, None if has_cli else "the ray command is not on PATH")
     if "version" not in ray_info and ray_info.get("cli_version") and ray_info.get("source") == "status_text":
@@ -645,7 +321,7 @@ def collect(ctx: Context) -> Outcome:
         ray_info["version"] = ray_info["cli_version"]
     _finish_versions(ray_info, out)
     runtime = dict(summary)
-    runtime["mode"] = _mode(summary["node_count"])
+    runtime["mode"] = ray_parse.mode_of(summary["node_count"])
     runtime["ray"] = {k: v for k, v in ray_info.items() if v is not None}
     out.data = {"runtime": runtime}
     return out
@@ -659,7 +335,7 @@ def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], 
     if list_res.ok:
         try:
             ray_info["source"] = "list_nodes"
-            return parse_list_nodes(list_res.stdout)
+            return ray_parse.parse_list_nodes(list_res.stdout)
         except ValueError as exc:
             ray_info.pop("source", None)
             out.warn("ray list nodes printed no node list: %s" % exc)
@@ -674,7 +350,7 @@ def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], 
     # No dashboard (plain `ray`, or --include-dashboard=false): the autoscaler text still has counts.
     status_res = ctx.run(["ray", "status", "-v"], timeout=min(_call_timeout(ctx), ctx.budget()), env=env)
     if status_res.ok and status_res.stdout.strip():
-        summary = parse_status_text(status_res.stdout)
+        summary = ray_parse.parse_status_text(status_res.stdout)
         _mark_local(summary["nodes"], raylets)
         ray_info["source"] = "status_text"
         return summary
@@ -684,7 +360,7 @@ def _from_cli(ctx: Context, env: Dict[str, str], raylets: List[Dict[str, Any]], 
 
 
 def _note_mismatch(stderr: str, ray_info: Dict[str, Any]) -> None:
-    pair = parse_version_mismatch(stderr)
+    pair = ray_parse.parse_version_mismatch(stderr)
     if pair:
         ray_info["version"], ray_info["cli_version"] = pair
 
@@ -712,10 +388,49 @@ def _from_raylets(out: Outcome, raylets: List[Dict[str, Any]], ray_info: Dict[st
     runtime: Dict[str, Any] = {"mode": "ray_initialized_unknown",
                                "ray": {k: v for k, v in ray_info.items() if v is not None}}
     if raylets:
-        runtime["local_nodes"] = _sort_nodes([
+        runtime["local_nodes"] = ray_parse.sort_nodes([
             {"node_id": r.get("node_id"), "address": r.get("address"), "role": r["role"],
              "resources": r["resources"], "alive": True}
             for r in raylets
         ])
     out.data = {"runtime": runtime}
     return out
+
+
+# -- the live topology, from the trainer's own driver ------------------------------------------------
+
+def update_live(manifest: Dict[str, Any], modules: Mapping[str, Any], lock: Any) -> Optional[Outcome]:
+    """The live Ray topology from the trainer's own driver: ``ray.nodes()`` and ``cluster_resources()``.
+
+    No subprocess, no second driver. Ray is never imported here: without an initialised Ray among
+    ``modules`` (the trainer's ``sys.modules``) the step reports nothing (None). It replaces the runtime
+    seen from outside (which may have been partial) and re-derives the training topology from it,
+    holding ``lock`` (the API's) while it changes ``manifest``.
+    """
+    ray = modules.get("ray")
+    if ray is None or not callable(getattr(ray, "is_initialized", None)) or not ray.is_initialized():
+        return None
+    live = ray_parse.runtime_from_ray_nodes(
+        ray.nodes(), ray.cluster_resources(), str(getattr(ray, "__version__", "") or "") or None)
+    with lock:
+        runtime = dict(manifest.get("runtime") or {})
+        old_ray = runtime.get("ray") if isinstance(runtime.get("ray"), dict) else {}
+        for key in ("mode", "node_count", "nodes", "dead_nodes", "totals", "local_nodes"):
+            runtime.pop(key, None)
+        live_ray = live.pop("ray")
+        for key in ("cli_version", "address", "address_source"):
+            if old_ray.get(key) is not None:
+                live_ray[key] = old_ray[key]
+        if live_ray.get("cli_version") and live_ray.get("version"):
+            live_ray["mismatch"] = live_ray["cli_version"] != live_ray["version"]
+        runtime.update(live)
+        runtime["ray"] = live_ray
+        manifest["runtime"] = runtime
+        derived, _ = training.derive_training(manifest)
+        kept = {k: v for k, v in (manifest.get("training") or {}).items() if k not in training.OWNED_KEYS}
+        kept.update(derived)
+        manifest["training"] = kept
+        red = policy_of(manifest)  # the policy the manifest was collected with
+        for section in ("runtime", "training"):
+            manifest[section] = red.value(manifest[section])
+    return Outcome()

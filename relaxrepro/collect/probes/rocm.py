@@ -15,6 +15,7 @@ import re
 from ..context import Context
 from ..runner import Outcome
 from .gpu_fields import summarize, uuid_hash
+from .units import to_mib
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -29,23 +30,6 @@ def _loads(text: str) -> Any:
         return json.loads(text[start:])
     except ValueError:
         return None
-
-
-def _mib(value: Any, unit: str = "MB") -> Optional[int]:
-    if isinstance(value, dict):
-        return _mib(value.get("value"), str(value.get("unit") or unit))
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    elif isinstance(value, str):
-        m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", value, re.I)
-        if not m:
-            return None
-        number, unit = float(m.group(1)), m.group(2) or unit
-    else:
-        return None
-    scale = {"B": 1.0 / (1 << 20), "KB": 1.0 / 1024, "MB": 1.0, "GB": 1024.0, "TB": 1 << 20}
-    factor = scale.get(unit.upper().replace("I", ""))
-    return None if factor is None else int(round(number * factor))
 
 
 def _text(value: Any) -> Optional[str]:
@@ -76,7 +60,7 @@ def parse_amd_smi_static(text: str) -> Dict[str, Any]:
         for key, value in (
             ("model", _text(asic.get("market_name"))),
             ("architecture", _text(asic.get("target_graphics_version"))),
-            ("memory_total_mib", _mib(vram.get("size"))),
+            ("memory_total_mib", to_mib(vram.get("size"))),
             ("pci_bus_id", _text(bus.get("bdf"))),
             ("uuid_hash", uuid_hash(_text(asic.get("asic_serial")))),
         ):
@@ -106,7 +90,7 @@ def parse_rocm_smi_json(text: str) -> Dict[str, Any]:
         model = _text(norm.get("card series")) or _text(norm.get("card model"))
         if model:
             gpu["model"] = model
-        mem = _mib(norm.get("vram total memory (b)"), "B")
+        mem = to_mib(norm.get("vram total memory (b)"), "B")
         if mem is not None:
             gpu["memory_total_mib"] = mem
         gfx = _text(norm.get("gfx version"))

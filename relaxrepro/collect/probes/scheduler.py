@@ -10,6 +10,7 @@ import re
 
 from ..context import Context
 from ..runner import Outcome
+from .units import to_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -37,13 +38,6 @@ _SLURM_INT: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("procid", ("SLURM_PROCID",)),
     ("localid", ("SLURM_LOCALID",)),
 )
-
-
-def _int(value: Optional[str]) -> Optional[int]:
-    if value is None:
-        return None
-    value = value.strip()
-    return int(value) if re.match(r"^-?\d+$", value) else None
 
 
 def _first(env: Mapping[str, str], names: Tuple[str, ...]) -> Optional[str]:
@@ -117,7 +111,7 @@ def parse_slurm(env: Mapping[str, str]) -> Dict[str, Any]:
         if value is not None:
             out[key] = value
     for key, names in _SLURM_INT:
-        value = _int(_first(env, names))
+        value = to_int(_first(env, names))
         if value is not None:
             out[key] = value
     spec = out.pop("gpus_per_node_spec", None)
@@ -172,13 +166,13 @@ def parse_launcher(env: Mapping[str, str]) -> Dict[str, Any]:
     name = _launcher_name(env)
     for key in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_PORT"):
         names = (key,) + _FALLBACK.get(name or "", {}).get(key, ())
-        value = _int(_first(env, names))
+        value = to_int(_first(env, names))
         if value is not None:
             out[key] = value
     # torchrun takes every option from PET_<OPTION> too: a job script may export the node and process
     # counts instead of passing --nnodes/--nproc-per-node (an elastic "1:4" is not a count: left out).
     for key in ("PET_NNODES", "PET_NPROC_PER_NODE"):
-        value = _int(env.get(key))
+        value = to_int(env.get(key))
         if value is not None:
             out[key] = value
     if env.get("MASTER_ADDR", "").strip():

@@ -116,7 +116,7 @@ def _uname() -> Tuple[str, str, str]:
         u = os.uname()
         return u.sysname, u.release, u.machine
     except AttributeError:  # Windows
-        import platform
+        import platform  # lazy: ~4 ms, only where os.uname is missing
 
         p = platform.uname()
         return p.system, p.release, p.machine

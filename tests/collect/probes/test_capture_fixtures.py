@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from relaxrepro.collect.probes import gpu_fields
-from tests.collect.probes.test_nvidia import PARSERS, _csv
+from tests.collect.probes.test_nvidia_parse import PARSERS, _csv
 from tests.helpers.common import ROOT, clean_env, fake_tool
 from tests.helpers.gpu import NVIDIA, fake_smi, read
 

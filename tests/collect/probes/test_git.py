@@ -507,10 +507,10 @@ def test_api_repos_and_private_patch(tmp_path, repo, monkeypatch):
 
 
 def test_untracked_files_beyond_the_limits_are_counted_not_embedded(tmp_path, repo, monkeypatch):
-    from relaxrepro.collect.probes import git as git_probe
+    from relaxrepro.collect.probes import git_patch
 
-    monkeypatch.setattr(git_probe, "UNTRACKED_CONSIDERED", 5)
-    monkeypatch.setattr(git_probe, "EMBED_TOTAL_MAX", 25)
+    monkeypatch.setattr(git_patch, "UNTRACKED_CONSIDERED", 5)
+    monkeypatch.setattr(git_patch, "EMBED_TOTAL_MAX", 25)
     for i in range(8):
         (repo / ("f%d.txt" % i)).write_text("0123456789\n")
     patch = only(probe_doc(tmp_path, repo))["patch"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from relaxrepro.collect.probes import gpu_fields, nvidia
+from relaxrepro.collect.probes import gpu_fields, nvidia, nvidia_parse
 from relaxrepro.collect.runner import Outcome
 from tests.helpers.gpu import NVIDIA, SMI_PATH, answer, captured, read
 
@@ -155,7 +155,7 @@ def test_only_the_table() -> None:
     out = nvidia.choose(captured(table=answer("table", table)))
     hw = _hw(out)
     assert hw["gpu_source"] == "nvidia-smi" and hw["gpu_count"] == hw["visible_gpu_count"] == 8
-    assert hw["driver_version"] == nvidia.parse_table(read(table))["driver_version"]
+    assert hw["driver_version"] == nvidia_parse.parse_table(read(table))["driver_version"]
     assert out.status == "partial" and out.warnings[0].startswith("nvidia-smi -q -x gave no data; used nvidia-smi ")
 
 
@@ -174,7 +174,7 @@ def test_header_only_table_gives_the_driver() -> None:
     table = NVIDIA / "table" / "feuyeux-hello-ai__wsl_header_only_555.txt"
     hw = _hw(nvidia.choose(captured(table=answer("table", table))))
     assert hw["gpu_source"] == "nvidia-smi" and hw["gpus"] == [] and hw["gpu_count"] == 0
-    assert hw["driver_version"] == nvidia.parse_table(read(table))["driver_version"]
+    assert hw["driver_version"] == nvidia_parse.parse_table(read(table))["driver_version"]
 
 
 # ------------------------------------------------------------------------------------ no GPU data

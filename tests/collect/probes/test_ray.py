@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from relaxrepro.collect.context import Context
-from relaxrepro.collect.probes import ray
+from relaxrepro.collect.probes import ray, ray_parse
 from tests.helpers.common import fake_tool
 from tests.helpers.ray import RAY_FIXTURES, fake_root, raylet_cmdlines
 
@@ -37,7 +37,7 @@ H100_LABEL = {"ray.io/accelerator-type": "H100"}
 ], ids=["ray-2.60-two-nodes", "ray-2.60-two-nodes-run2", "ray-2.9.3-two-nodes", "ray-2.60-dashboard-url",
         "ray-2.60-detail"])
 def test_list_nodes_two_nodes_roles_resources_labels(name, labels):
-    got = ray.parse_list_nodes(fixture(name))
+    got = ray_parse.parse_list_nodes(fixture(name))
     assert got["node_count"] == 2
     head, worker = got["nodes"]
     assert (head["role"], worker["role"]) == ("head", "worker")
@@ -52,7 +52,7 @@ def test_list_nodes_two_nodes_roles_resources_labels(name, labels):
 
 
 def test_list_nodes_exact_head_of_2_60():
-    got = ray.parse_list_nodes(fixture("ray_list_nodes_2node.json"))
+    got = ray_parse.parse_list_nodes(fixture("ray_list_nodes_2node.json"))
     assert got["nodes"][0] == {
         "node_id": HEAD_260, "address": "127.0.0.1", "role": "head", "alive": True, "labels": {},
         "resources": {"CPU": 2, "memory_gb": 16.16, "object_store_memory_gb": 6.92},
@@ -60,7 +60,7 @@ def test_list_nodes_exact_head_of_2_60():
 
 
 def test_list_nodes_dead_worker_is_kept_apart():
-    got = ray.parse_list_nodes(fixture("ray_list_nodes_2node_worker_dead.json"))
+    got = ray_parse.parse_list_nodes(fixture("ray_list_nodes_2node_worker_dead.json"))
     assert got["node_count"] == 1 and [n["role"] for n in got["nodes"]] == ["head"]
     [dead] = got["dead_nodes"]
     assert dead["alive"] is False and dead["state_message"] == "Expected termination: received SIGTERM"
@@ -71,14 +71,14 @@ def test_list_nodes_head_from_resource_when_flag_missing():
     data = json.loads(fixture("ray_list_nodes_2node.json"))
     for node in data:
         del node["is_head_node"]
-    roles = {n["node_id"]: n["role"] for n in ray.parse_list_nodes(json.dumps(data))["nodes"]}
+    roles = {n["node_id"]: n["role"] for n in ray_parse.parse_list_nodes(json.dumps(data))["nodes"]}
     assert roles == {HEAD_260: "head", WORKER_260: "worker"}
 
 
 @pytest.mark.parametrize("text", ["", "{}", "Error: Failed to connect"], ids=["empty", "object", "text"])
 def test_list_nodes_rejects_what_is_not_a_node_list(text):
     with pytest.raises(ValueError):
-        ray.parse_list_nodes(text)
+        ray_parse.parse_list_nodes(text)
 
 
 # -- ray status text -------------------------------------------------------------------------------
@@ -94,7 +94,7 @@ def test_list_nodes_rejects_what_is_not_a_node_list(text):
 ], ids=["2.60-verbose-two-nodes", "2.9.3-verbose-two-nodes", "2.60-two-nodes", "2.9.3-two-nodes",
         "2.60-verbose-one-node", "2.60-one-node", "2.60-dead-worker"])
 def test_status_text_counts_nodes_and_totals(name, nodes, gpu_node):
-    got = ray.parse_status_text(fixture(name))
+    got = ray_parse.parse_status_text(fixture(name))
     assert got["node_count"] == nodes == len(got["nodes"])
     assert all(n["role"] == "unknown" for n in got["nodes"])  # the text never shows roles
     assert got["totals"]["CPU"] == (3 if nodes == 2 else 2)
@@ -109,28 +109,28 @@ def test_status_text_counts_nodes_and_totals(name, nodes, gpu_node):
 
 
 def test_status_text_of_2_9_3_and_2_60_agree_on_totals():
-    old = ray.parse_status_text(fixture("ray_status_2node_2.9.3.txt"))["totals"]
-    new = ray.parse_status_text(fixture("ray_status_2node.txt"))["totals"]
+    old = ray_parse.parse_status_text(fixture("ray_status_2node_2.9.3.txt"))["totals"]
+    new = ray_parse.parse_status_text(fixture("ray_status_2node.txt"))["totals"]
     assert set(old) == set(new) == {"CPU", "GPU", "memory_gb", "object_store_memory_gb"}
 
 
 def test_status_text_with_autoscaler_node_types():
     text = "Node status\n----\nActive:\n 2 ray.worker.gpu\n 1 ray.head.default\nIdle:\n 1 ray.worker.cpu\n" \
            "Pending:\n ray.worker.gpu, 1 launching\n"
-    got = ray.parse_status_text(text)
+    got = ray_parse.parse_status_text(text)
     assert got["node_count"] == 4 and got["nodes"] == []
 
 
 def test_status_text_of_garbage_is_empty_not_an_error():
-    assert ray.parse_status_text("Traceback (most recent call last):\n  boom\n")["node_count"] == 0
+    assert ray_parse.parse_status_text("Traceback (most recent call last):\n  boom\n")["node_count"] == 0
 
 
 # -- versions, raylet command lines ------------------------------------------------------------------
 
 def test_versions():
-    assert ray.parse_version(fixture("ray_version_flag.txt")) == "2.60.0"
-    assert ray.parse_version(fixture("ray_version_2.9.3.txt")) == "2.9.3"
-    assert ray.parse_version("") is None
+    assert ray_parse.parse_cli_version(fixture("ray_version_flag.txt")) == "2.60.0"
+    assert ray_parse.parse_cli_version(fixture("ray_version_2.9.3.txt")) == "2.9.3"
+    assert ray_parse.parse_cli_version("") is None
 
 
 @pytest.mark.parametrize("name,pair", [
@@ -139,20 +139,20 @@ def test_versions():
     ("ray_status_no_cluster.txt.stderr", None),
 ], ids=["cli-2.60-cluster-2.9.3", "cli-2.9.3-cluster-2.60", "no-cluster"])
 def test_version_mismatch_from_stderr(name, pair):
-    assert ray.parse_version_mismatch(fixture(name)) == pair
+    assert ray_parse.parse_version_mismatch(fixture(name)) == pair
 
 
 def test_raylet_cmdlines_give_role_resources_and_gcs():
     lines = raylet_cmdlines()
-    head = ray.parse_raylet_cmdline(lines[HEAD_PID])
-    worker = ray.parse_raylet_cmdline(lines[WORKER_PID])
+    head = ray_parse.parse_raylet_cmdline(lines[HEAD_PID])
+    worker = ray_parse.parse_raylet_cmdline(lines[WORKER_PID])
     assert head["role"] == "head" and worker["role"] == "worker"
     assert head["gcs_address"] == worker["gcs_address"] == "127.0.0.1:6379"
     assert worker["address"] == "127.0.0.2"
     assert worker["resources"] == {"accelerator_type:H100": 1, "CPU": 1, "GPU": 1, "memory_gb": 16.11,
                                    "object_store_memory_gb": 6.9}
-    assert ray.parse_raylet_cmdline(["/usr/bin/python3", "--gcs-address=x"]) is None
-    assert ray.parse_raylet_cmdline(["/x/raylet", "--help"]) is None
+    assert ray_parse.parse_raylet_cmdline(["/usr/bin/python3", "--gcs-address=x"]) is None
+    assert ray_parse.parse_raylet_cmdline(["/x/raylet", "--help"]) is None
 
 
 # -- the collector -----------------------------------------------------------------------------------
@@ -326,9 +326,9 @@ def test_collector_outputs_fit_the_schema(tmp_path):
     base = {"schema_version": "1.0", "run_id": "r", "generated_at": "2026-12-02T00:00:00Z", "command": {},
             "code": {}, "config": {}, "environment": {}, "hardware": {}, "training": {}, "collection": {}}
     shapes = [
-        ray.parse_list_nodes(fixture("ray_list_nodes_2node_worker_dead.json")),
-        ray.parse_status_text(fixture("ray_status_v_2node_2.9.3.txt")),
-        ray.runtime_from_ray_nodes(json.loads(fixture("ray_nodes_api_2node.json")), {"CPU": 3.0}, "2.60.0"),
+        ray_parse.parse_list_nodes(fixture("ray_list_nodes_2node_worker_dead.json")),
+        ray_parse.parse_status_text(fixture("ray_status_v_2node_2.9.3.txt")),
+        ray_parse.runtime_from_ray_nodes(json.loads(fixture("ray_nodes_api_2node.json")), {"CPU": 3.0}, "2.60.0"),
     ]
     (tmp_path / "bin").mkdir()
     root = fake_root(tmp_path, pids=[HEAD_PID, WORKER_PID], ray_version="2.60.0")
@@ -345,21 +345,21 @@ dashboard_routes: list = []
     ("rest_dash_api_v0_nodes_2node.json", "2.60.0"), ("rest_dash_api_v0_nodes_2node_2.9.3.json", "2.9.3"),
 ], ids=["ray-2.60-two-nodes", "ray-2.9.3-two-nodes"])
 def test_dashboard_nodes_match_list_nodes(name, version):
-    got = ray.parse_dashboard_nodes(fixture(name))
+    got = ray_parse.parse_dashboard_nodes(fixture(name))
     assert got["node_count"] == 2 and [n["role"] for n in got["nodes"]] == ["head", "worker"]
     assert got["nodes"][1]["resources"]["accelerator_type:H100"] == 1
     assert 13 < got["nodes"][0]["resources"]["memory_gb"] < 17  # raw bytes here, "16.1 GiB" in the CLI
     suffix = "_2.9.3" if version == "2.9.3" else ""
-    assert ray.parse_dashboard_version(fixture("rest_dash_api_version_2node%s.json" % suffix)) == version
+    assert ray_parse.parse_dashboard_version(fixture("rest_dash_api_version_2node%s.json" % suffix)) == version
 
 
 def test_dashboard_dead_worker_and_bad_answers():
-    got = ray.parse_dashboard_nodes(fixture("rest_dash_api_v0_nodes_2node_worker_dead.json"))
+    got = ray_parse.parse_dashboard_nodes(fixture("rest_dash_api_v0_nodes_2node_worker_dead.json"))
     assert got["node_count"] == 1 and len(got["dead_nodes"]) == 1
     for bad in ('{"result": false, "msg": "boom", "data": {}}', "[]", '{"data": {"result": {"result": 3}}}'):
         with pytest.raises(ValueError):
-            ray.parse_dashboard_nodes(bad)
-    assert ray.parse_dashboard_version("<html>") is None
+            ray_parse.parse_dashboard_nodes(bad)
+    assert ray_parse.parse_dashboard_version("<html>") is None
 
 
 @pytest.mark.parametrize("address,url", [
@@ -449,7 +449,7 @@ def test_dashboard_of_another_cluster_is_not_believed(tmp_path, dashboard):
 
 
 def test_dashboard_listing_the_local_raylet_is_believed(tmp_path, dashboard):
-    head_id = ray.parse_raylet_cmdline(raylet_cmdlines()[HEAD_PID])["node_id"]
+    head_id = ray_parse.parse_raylet_cmdline(raylet_cmdlines()[HEAD_PID])["node_id"]
     # Same capture, with the head's id set to the local raylet's (as if captured in the same run).
     dashboard_routes[0]["/api/v0/nodes"] = fixture("rest_dash_api_v0_nodes_2node.json").replace(
         "ddd9b9707a61ec373b6c7ed5266d9c22e2ed2e62664a5c91de6038f0", head_id)

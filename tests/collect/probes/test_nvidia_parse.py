@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from relaxrepro.collect.probes import gpu_fields, nvidia
+from relaxrepro.collect.probes import gpu_fields, nvidia_parse
 from tests.helpers.gpu import NVIDIA, capture_sections, captures, case_id, expected_for, parse_device_query, read
 
 # The 2018 telegraf captures are --format=noheader,nounits,csv answers to this field list
@@ -26,22 +26,22 @@ def _csv(path: Path) -> dict:
     if path.name.startswith("telegraf-2018"):
         fields = TELEGRAF_2018_FIELDS
     elif path.name.endswith("__basic.noheader.csv"):  # tools/capture_fixtures.py
-        fields = nvidia.BASIC_QUERY_FIELDS
+        fields = nvidia_parse.BASIC_QUERY_FIELDS
     elif path.name.endswith(".noheader.csv"):
-        fields = nvidia.QUERY_FIELDS
-    return nvidia.parse_query_csv(read(path), fields)
+        fields = nvidia_parse.QUERY_FIELDS
+    return nvidia_parse.parse_query_csv(read(path), fields)
 
 
 PARSERS = {
-    "xml": lambda p: nvidia.parse_smi_xml(read(p)),
+    "xml": lambda p: nvidia_parse.parse_smi_xml(read(p)),
     "csv": _csv,
-    "list": lambda p: nvidia.parse_list(read(p)),
-    "table": lambda p: nvidia.parse_table(read(p)),
-    "query_q": lambda p: nvidia.parse_q(read(p)),
-    "topo": lambda p: nvidia.parse_topo(read(p)),
-    "version": lambda p: nvidia.parse_version(read(p)),
-    "errors": lambda p: dict(nvidia.parse_errors(read(p)), table=nvidia.parse_table(read(p))),
-    "proc_version": lambda p: nvidia.parse_proc_version(read(p)),
+    "list": lambda p: nvidia_parse.parse_list(read(p)),
+    "table": lambda p: nvidia_parse.parse_table(read(p)),
+    "query_q": lambda p: nvidia_parse.parse_q(read(p)),
+    "topo": lambda p: nvidia_parse.parse_topo(read(p)),
+    "version": lambda p: nvidia_parse.parse_smi_version(read(p)),
+    "errors": lambda p: dict(nvidia_parse.parse_errors(read(p)), table=nvidia_parse.parse_table(read(p))),
+    "proc_version": lambda p: nvidia_parse.parse_proc_version(read(p)),
 }
 
 ALL = [(cat, p) for cat in sorted(PARSERS) for p in captures(cat)]
@@ -129,7 +129,7 @@ def test_capture_invariants(category: str, path: Path) -> None:
 # ------------------------------------------------------------------ other command outputs
 @pytest.mark.parametrize("path", captures("csv_compute_apps"), ids=case_id)
 def test_compute_apps_csv_rows(path: Path) -> None:
-    rows = nvidia.read_csv(read(path))
+    rows = nvidia_parse.read_csv(read(path))
     if "__load" in path.name:
         assert rows, "a loaded GPU lists processes"
     for row in rows:
@@ -141,7 +141,7 @@ def test_compute_apps_csv_rows(path: Path) -> None:
 @pytest.mark.parametrize("path", captures("nvlink") + captures("c2c"), ids=case_id)
 def test_nvlink_and_c2c_gpu_headers_read_like_list(path: Path) -> None:
     # `nvlink -s` and `c2c -s` start each GPU with an `-L` line; parse_list skips the link lines.
-    result = nvidia.parse_list(read(path))
+    result = nvidia_parse.parse_list(read(path))
     _check_gpus(result)
     assert result["gpu_count"] == len(re.findall(r"^GPU \d+:", read(path), re.M))
     assert "mig_devices" not in json.dumps(result)
@@ -150,8 +150,8 @@ def test_nvlink_and_c2c_gpu_headers_read_like_list(path: Path) -> None:
 def test_requested_query_fields_are_documented() -> None:
     # Every field we ask --query-gpu for exists (netdata's capture of --help-query-gpu).
     documented = set(re.findall(r'^"([\w.]+)"', read(captures("help_query_gpu")[0]), re.M))
-    assert set(nvidia.QUERY_FIELDS) <= documented
-    assert set(nvidia.BASIC_QUERY_FIELDS) <= documented
+    assert set(nvidia_parse.QUERY_FIELDS) <= documented
+    assert set(nvidia_parse.BASIC_QUERY_FIELDS) <= documented
 
 
 # --------------------------------------------------- cross-checks between sources of one machine
@@ -164,8 +164,8 @@ def test_table_and_q_agree_with_device_query(path: Path) -> None:
     # same machines: the CUDA runtime's view is the ground truth for count, names and CUDA.
     truth = parse_device_query(read(path))
     stem = path.name.replace("_deviceQuery__out.txt", "")
-    table = nvidia.parse_table(read(NVIDIA / "table" / (stem + "_smi__out.txt")))
-    q = nvidia.parse_q(read(NVIDIA / "query_q" / (stem + "_smi__out_a.txt")))
+    table = nvidia_parse.parse_table(read(NVIDIA / "table" / (stem + "_smi__out.txt")))
+    q = nvidia_parse.parse_q(read(NVIDIA / "query_q" / (stem + "_smi__out_a.txt")))
     assert truth["count"] == table["gpu_count"] == q["gpu_count"]
     assert [g["model"] for g in q["gpus"]] == truth["names"]
     for g, name in zip(table["gpus"], truth["names"]):
@@ -182,11 +182,11 @@ def test_full_capture_sources_agree(path: Path) -> None:
     # One machine, every command: the fallbacks must tell the same story as each other.
     sections = {(phase, label): body for phase, label, body in capture_sections(read(path))}
     driver = _driver_in_name(path)
-    version = nvidia.parse_version(sections[("capabilities", "version")])
-    listed = nvidia.parse_list(sections[("capabilities", "list (-L)")])
-    table = nvidia.parse_table(sections[("idle", "nvidia-smi (default table)")])
-    q = nvidia.parse_q(sections[("idle", "query (-q)")])
-    csv_data = nvidia.parse_query_csv(sections[("idle", "query-gpu (csv, what the exporter parses)")], None)
+    version = nvidia_parse.parse_smi_version(sections[("capabilities", "version")])
+    listed = nvidia_parse.parse_list(sections[("capabilities", "list (-L)")])
+    table = nvidia_parse.parse_table(sections[("idle", "nvidia-smi (default table)")])
+    q = nvidia_parse.parse_q(sections[("idle", "query (-q)")])
+    csv_data = nvidia_parse.parse_query_csv(sections[("idle", "query-gpu (csv, what the exporter parses)")], None)
     assert version["driver_version"] == table["driver_version"] == q["driver_version"] == driver
     assert csv_data["driver_version"] == driver
     assert version["cuda_driver_version"] == table["cuda_driver_version"] == q["cuda_driver_version"]
@@ -198,7 +198,7 @@ def test_full_capture_sources_agree(path: Path) -> None:
     assert [len(g.get("mig_devices", [])) for g in listed["gpus"]] == [len(g.get("mig_devices", [])) for g in q["gpus"]]
     assert [g["uuid_hash"] for g in listed["gpus"]] == [g["uuid_hash"] for g in q["gpus"]]
     assert all(g.get("compute_capability") for g in csv_data["gpus"])
-    topo = nvidia.parse_topo(sections[("capabilities", "topo -m")])
+    topo = nvidia_parse.parse_topo(sections[("capabilities", "topo -m")])
     if "windows" not in path.name:
         assert len(topo["devices"]) == q["gpu_count"]
 
@@ -218,28 +218,28 @@ def test_uuid_hash_is_stable_and_short() -> None:
     ("12.9", "12.9"),
 ])
 def test_version_field_quirks(value: str, expected: object) -> None:
-    assert nvidia._version(value) == expected
+    assert nvidia_parse._version(value) == expected
 
 
 def test_garbage_parses_to_nothing() -> None:
     garbage = "\x00\xff<nvidia_smi_log><gpu>unterminated\n%%%% , , ,\n|  | \n"
-    assert nvidia.parse_smi_xml(garbage) == {}
-    assert nvidia.parse_query_csv(garbage) == {}
-    assert nvidia.parse_list(garbage) == {}
-    assert nvidia.parse_table(garbage) == {}
-    assert nvidia.parse_topo(garbage) == {}
-    assert nvidia.parse_proc_version(garbage) == {}
-    assert nvidia.parse_q("") == {} and nvidia.parse_version("") == {}
+    assert nvidia_parse.parse_smi_xml(garbage) == {}
+    assert nvidia_parse.parse_query_csv(garbage) == {}
+    assert nvidia_parse.parse_list(garbage) == {}
+    assert nvidia_parse.parse_table(garbage) == {}
+    assert nvidia_parse.parse_topo(garbage) == {}
+    assert nvidia_parse.parse_proc_version(garbage) == {}
+    assert nvidia_parse.parse_q("") == {} and nvidia_parse.parse_smi_version("") == {}
 
 
 def test_xml_with_entities_is_refused() -> None:
     bomb = '<!DOCTYPE x [<!ENTITY a "aaaa">]><nvidia_smi_log><driver_version>&a;</driver_version></nvidia_smi_log>'
-    assert nvidia.parse_smi_xml(bomb) == {}
+    assert nvidia_parse.parse_smi_xml(bomb) == {}
 
 
 def test_banner_before_xml_is_skipped() -> None:
     text = "Failed to initialize NVML: Unknown Error\n" + read(NVIDIA / "xml" / "telegraf__tesla-t4.xml")
-    assert nvidia.parse_smi_xml(text)["gpus"][0]["model"] == "Tesla T4"
+    assert nvidia_parse.parse_smi_xml(text)["gpus"][0]["model"] == "Tesla T4"
 
 
 @pytest.mark.parametrize("value,count,expected", [
@@ -249,16 +249,16 @@ def test_banner_before_xml_is_skipped() -> None:
     ("-1", 8, {"visible_devices": ["-1"], "visible_gpu_count": 0}),
 ])
 def test_cuda_visible_devices(value: str, count: int, expected: dict) -> None:
-    assert nvidia.parse_visible_devices(value, count) == expected
+    assert nvidia_parse.parse_visible_devices(value, count) == expected
 
 
 def test_cuda_visible_devices_uuids_are_hashed() -> None:
     uuid = "GPU-27b94a00-ed54-5c24-b1fd-1054085de32a"
-    got = nvidia.parse_visible_devices(uuid[:12] + ",GPU-ffffffff", 2, [uuid])
+    got = nvidia_parse.parse_visible_devices(uuid[:12] + ",GPU-ffffffff", 2, [uuid])
     assert got["visible_gpu_count"] == 1
     assert got["visible_devices"] == ["uuid:" + gpu_fields.uuid_hash(uuid[:12]),
                                       "uuid:" + gpu_fields.uuid_hash("GPU-ffffffff")]
-    assert nvidia.parse_visible_devices(None, 2) is None
+    assert nvidia_parse.parse_visible_devices(None, 2) is None
 
 
 def test_summary_fields() -> None:
@@ -280,4 +280,5 @@ def test_every_fixture_has_a_source_line(folder: str) -> None:
 
 def test_csv_with_nul_bytes_is_read_on_every_python():
     # csv on Python 3.8-3.10 raises "line contains NUL"; a lying tool must not fail the probe for it.
-    assert nvidia.read_csv("name, memory.total [MiB]\nH100\0, 81559\n") == [{"name": "H100", "memory.total": "81559"}]
+    got = nvidia_parse.read_csv("name, memory.total [MiB]\nH100\0, 81559\n")
+    assert got == [{"name": "H100", "memory.total": "81559"}]
