@@ -212,7 +212,7 @@ def update_manifest(manifest: Optional[Manifest], **options: Any) -> Optional[Ma
         return None
     with _NeverRaise("update the manifest"):
         from .collect import runner  # lazy: ~24 ms (the collection context), only when updating
-        from .collect.context import DEADLINE  # lazy: in the runner's cost above
+        from .collect.context import DEADLINE  # lazy: 0 ms after the runner (which imports it)
 
         with _lock:
             updaters = list(_UPDATERS)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
-from typing import Iterator, List, Set, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 import pytest
 
@@ -158,13 +158,14 @@ def _late_imports(tree: ast.Module) -> Iterator[ast.stmt]:
 def late_import_report(package_dir: Path) -> Tuple[List[str], int]:
     """(function-level imports without their reason, how many function-level imports of the package's own modules).
 
-    The reason is a comment on the import's first line or on the line above it; for the package's own modules it
-    must name a measured cost."""
+    The reason is a comment on the import's first line or on the lines right above it, or the reason of the import on the
+    line just before (a block of imports shares one); for the package's own modules it must name a measured cost."""
     package = Path(package_dir).name
     missing: List[str] = []
     own = 0
     for _module, path, tree, lines in _files(package_dir):
         seen: Set[int] = set()
+        block_reason: Dict[int, str] = {}
         for node in _late_imports(tree):
             if id(node) in seen:
                 continue
@@ -173,12 +174,22 @@ def late_import_report(package_dir: Path) -> Tuple[List[str], int]:
                 package if node.level else (node.module or "").split(".")[0]]
             ours = package in heads
             own += ours
-            comments = [c for c in (_comment(lines[node.lineno - 1]), _comment(lines[node.lineno - 2])
-                                    if node.lineno > 1 and lines[node.lineno - 2].strip().startswith("#") else "") if c]
-            why = " ".join(comments)
+            why = " ".join(c for c in [_comment(lines[node.lineno - 1])] + _comments_above(lines, node.lineno) if c)
+            why = why or block_reason.get(node.lineno - 1, "")
             if not why or (ours and not COST.search(why)):
                 missing.append("%s: %s" % (_shown(package_dir, path, node), lines[node.lineno - 1].strip()))
+            block_reason[node.end_lineno] = why  # the next line's import, if any, is of the same block
     return missing, own
+
+
+def _comments_above(lines: List[str], lineno: int) -> List[str]:
+    """The comment lines standing right above line ``lineno`` (1-based)."""
+    out = []
+    i = lineno - 2
+    while i >= 0 and lines[i].strip().startswith("#"):
+        out.append(_comment(lines[i]))
+        i -= 1
+    return out
 
 
 def _comment(line: str) -> str:
@@ -282,15 +293,16 @@ def test_function_level_imports_without_a_reason_are_reported_and_counted(tmp_pa
             from .commands import generate  # lazy: ~4 ms, only for generate
             # only on --here: ~6 ms
             from .collect import here
+            from .collect import probes
             import json  # the report alone needs it
             from .std import text  # not at the top
             import zlib
             from relaxrepro import api
         """})
     missing, own = late_import_report(pkg)
-    assert own == 4
+    assert own == 5
     assert missing == [
-        "relaxrepro/cli.py:7: from .std import text  # not at the top",
-        "relaxrepro/cli.py:8: import zlib",
-        "relaxrepro/cli.py:9: from relaxrepro import api",
+        "relaxrepro/cli.py:8: from .std import text  # not at the top",
+        "relaxrepro/cli.py:9: import zlib",
+        "relaxrepro/cli.py:10: from relaxrepro import api",
     ]
