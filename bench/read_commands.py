@@ -95,7 +95,7 @@ def main() -> int:
         t0 = time.perf_counter()
         n = 50
         for _ in range(n):
-            diff.run(str(a), str(b), stdout=io.StringIO(), stderr=io.StringIO(), env={})
+            diff.run_cli(str(a), str(b), stdout=io.StringIO(), stderr=io.StringIO(), env={})
         print("%-28s %7.2f ms per call (read both, compare, render)" % ("diff in-process", (time.perf_counter()
                                                                                               - t0) * 1000 / n))
 

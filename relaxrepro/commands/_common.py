@@ -7,7 +7,7 @@ import os
 import sys
 from enum import IntEnum  # free: re and argparse import enum before any command runs
 
-from ..std.text import safe_format
+from ..std.text import say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -34,15 +34,6 @@ def verify_exit(result: Mapping[str, Any]) -> Exit:
     from ..analyze.verify import DIVERGED, REPRODUCED  # lazy: ~6 ms; cli imports _common first
 
     return {REPRODUCED: Exit.OK, DIVERGED: Exit.FAIL}.get(result.get("verdict"), Exit.USAGE)
-
-
-def say(template: str, *values: Any, out: Any = None) -> None:
-    """One message for people on stderr (``out``: another stream): ``template % values`` and a newline.
-
-    Every value is escaped (:func:`relaxrepro.std.text.safe_format`): a manifest, a file name or a tool's
-    stderr cannot add a line to what the user reads, clear the screen or retitle the terminal.
-    """
-    (out or sys.stderr).write(safe_format(template, *values) + "\n")
 
 
 class UsageError(Exception):

@@ -13,7 +13,7 @@ import sys
 from ..manifest.model import RUN_ID_ENV, valid_run_id
 from ..std.files import read_regular
 from ..std.records import Factory, Record
-from ..std.text import safe_format, safe_json, safe_text
+from ..std.text import safe_json, safe_text, say
 from . import session
 
 TYPE_CHECKING = False
@@ -64,11 +64,6 @@ class Recorded(Record):
     """A bad option value, said on stderr: nothing collected (a usage error)."""
     taken: bool = False
     """``--strict`` and the ``--run-id`` given was taken, said on stderr (written under another id)."""
-
-
-def say(template: str, *values: Any) -> None:
-    """One line for people on stderr, every value escaped (the commands' ``say``, without a choice of stream)."""
-    sys.stderr.write(safe_format(template, *values) + "\n")
 
 
 def record_run(options: RunOptions, command: List[str], env: Dict[str, str], verb: str, *,

@@ -23,9 +23,9 @@ from ..manifest.fields import expand_home, get
 from ..manifest.model import OUTPUT_DIR_ENV, RUN_ID_ENV
 from ..manifest.trace import MAX_STEPS_ENV
 from ..std import proc
-from ..std.text import safe_text, shell_quote
+from ..std.text import safe_text, say, shell_quote
 from . import adopt, outcome
-from .recording import RunOptions, record_run, say
+from .recording import RunOptions, record_run
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated

@@ -1,9 +1,10 @@
-"""Text for people: one printable line per value, shell words a reviewer can read, and whether a
-stream takes color."""
+"""Text for people: one printable line per value, one escaped message on stderr (``say``), shell words a
+reviewer can read, and whether a stream takes color."""
 
 from __future__ import annotations
 
 import re
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -38,6 +39,15 @@ def safe_format(template: str, *values: Any) -> str:
     """``template % values`` for people: each value a :func:`safe_text` (numbers as they are, for ``%d``),
     so nothing read from a file, a manifest or a tool adds a line or reaches a terminal as a control."""
     return template % tuple(v if isinstance(v, (int, float)) else safe_text(v) for v in values)
+
+
+def say(template: str, *values: Any, out: Any = None) -> None:
+    """One message for people on stderr (``out``: another stream): ``template % values`` and a newline.
+
+    Every value is escaped (:func:`safe_format`): a manifest, a file name or a tool's stderr cannot add a line
+    to what the user reads, clear the screen or retitle the terminal.
+    """
+    (out or sys.stderr).write(safe_format(template, *values) + "\n")
 
 
 def safe_lines(text: str) -> str:

@@ -12,8 +12,6 @@ import sys
 
 import pytest
 
-from relaxrepro.commands.rerun import Plan
-from relaxrepro.record import replay
 from tests.helpers.common import make_repo, run_cli
 from tests.helpers.read import base_manifest, write_json
 from tests.helpers.recording import load, manifests
@@ -218,52 +216,3 @@ def test_an_output_directory_that_is_not_empty_is_refused(tmp_path):
     assert res.stderr == ("relaxrepro rerun: --output-dir %s is not empty: a replay starts in a new or empty "
                           "directory\n" % busy)
     assert os.listdir(busy) == ["keep.txt"] and not (tmp_path / "ran").exists()
-
-
-# -- the pure parts --------------------------------------------------------------------------------
-
-def test_the_default_directory_is_a_fresh_sibling_or_inside_a_project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    taken = {str(tmp_path / "runs/a.replay-1")}
-    assert replay.replay_dir("runs/a/manifest_r1.json", None, taken.__contains__) == str(tmp_path / "runs/a.replay-2")
-    # a manifest in the working directory: its sibling would leave the project
-    assert replay.replay_dir("manifest_r1.json", None, lambda p: False) == str(tmp_path / "r1.replay-1")
-    assert replay.replay_dir("runs/a/manifest_r1.json", "elsewhere", lambda p: True) == str(tmp_path / "elsewhere")
-
-
-def test_redirect_rewrites_the_run_directory_and_named_outputs_only():
-    p = Plan(argv=["python", "train.py", "--log-dir", "runs/a", "--save=/data/best.pt", "--data", "runs/a/in.csv"],
-             env={"OUT": "/proj/runs/a", "OTHER": "runs"})
-    outputs = {"/data/best.pt": "/data/best.pt", "/proj/runs/a/w.pt": "runs/a/w.pt"}
-    moved, changes = replay.redirect(p, "/proj", "/proj/runs/a", "/proj/runs/a.replay-1", outputs)
-    assert moved == {"/data/best.pt": "/proj/runs/a.replay-1/best.pt",
-                     "/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt"}
-    assert p.argv == ["python", "train.py", "--log-dir", "runs/a.replay-1", "--save=/proj/runs/a.replay-1/best.pt",
-                      "--data", "runs/a/in.csv"]
-    assert p.env == {"OUT": "/proj/runs/a.replay-1", "OTHER": "runs"}
-    assert [c[0] for c in changes] == ["argv[3]", "argv[4]", "env OUT"]
-
-
-def test_outputs_are_compared_by_their_place_in_the_run_directory():
-    entry = {"kind": "file", "sha256": "a" * 64, "size": 1}
-    old = {"run_id": "r1", "results": {"outputs": {"runs/a/w.pt": entry, "<HOME>/best.pt": entry}}}
-    new = {"run_id": "r2", "results": {"outputs": {"runs/a.replay-1/w.pt": entry,
-                                                   "/proj/runs/a.replay-1/best.pt": entry}}}
-    moved = {"/proj/runs/a/w.pt": "/proj/runs/a.replay-1/w.pt", "/home/u/best.pt": "/proj/runs/a.replay-1/best.pt"}
-    root = "/proj/runs/a.replay-1"
-    assert replay.comparable(old, "/proj", "/home/u", root, moved)["results"]["outputs"] == {"w.pt": entry,
-                                                                                           "best.pt": entry}
-    assert replay.comparable(new, "/proj", "/home/u", root)["results"]["outputs"] == {"w.pt": entry, "best.pt": entry}
-    assert replay.comparable({"run_id": "r3"}, "/proj", None, root) == {"run_id": "r3"}  # no results: none added
-
-
-@pytest.mark.parametrize("recorded, argv, expected", [
-    (["python", "t.py", "--out", "runs/a"], ["/venv/bin/python", "t.py", "--out", "runs/b"],
-     ["python", "t.py", "--out", "runs/b"]),
-    (["t.py", "--x"], ["/venv/bin/python", "t.py", "--x"], ["t.py", "--x"]),
-    (["torchrun", "t.py"], ["/venv/bin/torchrun", "t.py"], ["torchrun", "t.py"]),
-    (["./run.sh"], ["./run.sh"], ["./run.sh"]),
-    (None, ["/venv/bin/python", "t.py"], ["/venv/bin/python", "t.py"]),
-], ids=["python-as-typed", "bare-script", "venv-launcher", "unchanged", "none-recorded"])
-def test_the_replay_records_the_command_as_the_original_typed_it(recorded, argv, expected):
-    assert replay.as_typed(recorded, argv, "/venv/bin/python") == expected

@@ -5,13 +5,14 @@ The shell words are checked by a real bash: each quoted value, given back as ``$
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
 
 import pytest
 
-from relaxrepro.std.text import safe_format, safe_json, safe_lines, shell_quote
+from relaxrepro.std.text import safe_format, safe_json, safe_lines, say, shell_quote
 
 HOSTILE = {
     "screen-clear": "\x1b[2J",
@@ -33,6 +34,14 @@ PLAIN = ["", "a b", "$(touch x)", "`x`", "it's", "é", "*", "-n", "\\", "--opt=x
 def test_safe_format_escapes_values_and_keeps_the_templates_lines():
     out = safe_format("a %s\nb %d %s", "x\n\x1b[2J", 3, 1.5)
     assert out == "a x\\n\\x1b[2J\nb 3 1.5"
+
+
+def test_say_writes_one_escaped_message_on_stderr_or_the_stream_given(capsys):
+    say("relaxrepro x: %s: %d", "a\n\x1b[2Jb", 2)
+    assert capsys.readouterr() == ("", "relaxrepro x: a\\n\\x1b[2Jb: 2\n")
+    out = io.StringIO()
+    say("%s", "\x07", out=out)
+    assert (out.getvalue(), capsys.readouterr().err) == ("\\x07\n", "")
 
 
 def test_safe_lines_keeps_line_breaks_and_escapes_the_rest():
