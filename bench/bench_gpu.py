@@ -18,10 +18,11 @@ sys.path.insert(0, ROOT)
 
 from relaxrepro.collect.context import Context  # noqa: E402
 from relaxrepro.collect.probes import nvidia, nvidia_parse  # noqa: E402
+from tests.helpers import nvidia_q  # noqa: E402  (-q: the tests' third witness, not the product's)
 
 FX = os.path.join(ROOT, "tests", "fixtures", "nvidia")
 PARSERS = {"xml": nvidia_parse.parse_smi_xml, "csv": lambda t: nvidia_parse.parse_query_csv(t, None),
-           "list": nvidia_parse.parse_list, "table": nvidia_parse.parse_table, "query_q": nvidia_parse.parse_q,
+           "list": nvidia_parse.parse_list, "table": nvidia_parse.parse_table, "query_q": nvidia_q.parse_q,
            "topo": nvidia_parse.parse_topo}
 
 

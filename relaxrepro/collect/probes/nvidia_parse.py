@@ -357,36 +357,6 @@ def parse_table(text: str) -> Dict[str, Any]:
     return out
 
 
-# -------------------------------------------------------------------------------------- -q text
-def _q_tree(text: str) -> List[Tuple[str, Any]]:
-    """``-q`` text as nested (key, value-or-children) lists, by indentation."""
-    root: List[Tuple[str, Any]] = []
-    stack: List[Tuple[int, List[Tuple[str, Any]]]] = [(-1, root)]
-    for raw in strip_ansi(text or "").splitlines():
-        if not raw.strip() or raw.lstrip().startswith("="):
-            continue
-        indent = len(raw) - len(raw.lstrip(" "))
-        m = re.match(r"^\s*(.+?)\s+:(?:\s(.*))?$", raw)
-        while len(stack) > 1 and stack[-1][0] >= indent:
-            stack.pop()
-        if m:
-            stack[-1][1].append((m.group(1).strip(), (m.group(2) or "").strip()))
-        else:
-            children: List[Tuple[str, Any]] = []
-            stack[-1][1].append((raw.strip(), children))
-            stack.append((indent, children))
-    return root
-
-
-def _q_get(node: List[Tuple[str, Any]], *path: str) -> Any:
-    for key in path:
-        found = next((v for k, v in node if k.lower() == key.lower()), None)
-        if found is None:
-            return None
-        node = found
-    return node
-
-
 def _driver_fields(kmd: Any, umd: Any, driver: Any, cuda: Any) -> Dict[str, Any]:
     """Driver and CUDA versions from either form; driver 610 renames them KMD Version / CUDA UMD Version."""
     out: Dict[str, Any] = {}
@@ -399,46 +369,6 @@ def _driver_fields(kmd: Any, umd: Any, driver: Any, cuda: Any) -> Dict[str, Any]
         out["kmd_version"] = kmd
     if cuda:
         out["cuda_driver_version"] = cuda
-    return out
-
-
-def parse_q(text: str) -> Dict[str, Any]:
-    """``nvidia-smi -q`` (or ``-a``): the same facts as the XML, from the text form."""
-    tree = _q_tree(text)
-    out = _driver_fields(_q_get(tree, "KMD Version"), _q_get(tree, "CUDA UMD Version"),
-                         _q_get(tree, "Driver Version"), _q_get(tree, "CUDA Version"))
-    attached = _int_of(_q_get(tree, "Attached GPUs"))
-    gpus = []
-    for key, node in tree:
-        if not (isinstance(node, list) and key.startswith("GPU ") and BUS_ID_RE.search(key)):
-            continue
-        gpu: Dict[str, Any] = {"index": len(gpus)}
-        _put(gpu, "model", _clean(_q_get(node, "Product Name")))
-        _put(gpu, "architecture", _clean(_q_get(node, "Product Architecture")))
-        _put(gpu, "memory_total_mib", _mib_of(_q_get(node, "FB Memory Usage", "Total")))
-        _put(gpu, "uuid_hash", uuid_hash(_q_get(node, "GPU UUID")))
-        _put(gpu, "pci_bus_id", _clean(_q_get(node, "PCI", "Bus Id")) or BUS_ID_RE.search(key).group(0))
-        mig_mode = _q_get(node, "MIG Mode", "Current")
-        _put(gpu, "mig_mode", _mode(mig_mode) if isinstance(mig_mode, str) else None)
-        migs = []
-        for k, dev_node in node:
-            if k != "MIG Device" or not isinstance(dev_node, list):
-                continue
-            dev: Dict[str, Any] = {}
-            _put(dev, "index", _int_of(_q_get(dev_node, "Index")))
-            _put(dev, "gpu_instance_id", _int_of(_q_get(dev_node, "GPU Instance ID")))
-            _put(dev, "compute_instance_id", _int_of(_q_get(dev_node, "Compute Instance ID")))
-            _put(dev, "multiprocessor_count", _int_of(_q_get(dev_node, "Device Attributes", "Shared",
-                                                          "Multiprocessor count")))
-            mem = _q_get(dev_node, "Shared FB Memory Usage", "Total") or _q_get(dev_node, "FB Memory Usage", "Total")
-            _put(dev, "memory_total_mib", _mib_of(mem if isinstance(mem, str) else None))
-            migs.append(dev)
-        if migs:
-            gpu["mig_devices"] = migs
-        gpus.append(gpu)
-    if gpus or attached is not None:
-        out["gpus"] = gpus
-        out["gpu_count"] = max(attached or 0, len(gpus))
     return out
 
 

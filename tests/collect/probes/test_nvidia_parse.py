@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from relaxrepro.collect.probes import gpu_fields, nvidia_parse
+from tests.helpers import nvidia_q
 from tests.helpers.gpu import NVIDIA, capture_sections, captures, case_id, expected_for, parse_device_query, read
 
 # The 2018 telegraf captures are --format=noheader,nounits,csv answers to this field list
@@ -37,7 +38,7 @@ PARSERS = {
     "csv": _csv,
     "list": lambda p: nvidia_parse.parse_list(read(p)),
     "table": lambda p: nvidia_parse.parse_table(read(p)),
-    "query_q": lambda p: nvidia_parse.parse_q(read(p)),
+    "query_q": lambda p: nvidia_q.parse_q(read(p)),
     "topo": lambda p: nvidia_parse.parse_topo(read(p)),
     "version": lambda p: nvidia_parse.parse_smi_version(read(p)),
     "errors": lambda p: dict(nvidia_parse.parse_errors(read(p)), table=nvidia_parse.parse_table(read(p))),
@@ -165,7 +166,7 @@ def test_table_and_q_agree_with_device_query(path: Path) -> None:
     truth = parse_device_query(read(path))
     stem = path.name.replace("_deviceQuery__out.txt", "")
     table = nvidia_parse.parse_table(read(NVIDIA / "table" / (stem + "_smi__out.txt")))
-    q = nvidia_parse.parse_q(read(NVIDIA / "query_q" / (stem + "_smi__out_a.txt")))
+    q = nvidia_q.parse_q(read(NVIDIA / "query_q" / (stem + "_smi__out_a.txt")))
     assert truth["count"] == table["gpu_count"] == q["gpu_count"]
     assert [g["model"] for g in q["gpus"]] == truth["names"]
     for g, name in zip(table["gpus"], truth["names"]):
@@ -185,7 +186,7 @@ def test_full_capture_sources_agree(path: Path) -> None:
     version = nvidia_parse.parse_smi_version(sections[("capabilities", "version")])
     listed = nvidia_parse.parse_list(sections[("capabilities", "list (-L)")])
     table = nvidia_parse.parse_table(sections[("idle", "nvidia-smi (default table)")])
-    q = nvidia_parse.parse_q(sections[("idle", "query (-q)")])
+    q = nvidia_q.parse_q(sections[("idle", "query (-q)")])
     csv_data = nvidia_parse.parse_query_csv(sections[("idle", "query-gpu (csv, what the exporter parses)")], None)
     assert version["driver_version"] == table["driver_version"] == q["driver_version"] == driver
     assert csv_data["driver_version"] == driver
@@ -229,7 +230,7 @@ def test_garbage_parses_to_nothing() -> None:
     assert nvidia_parse.parse_table(garbage) == {}
     assert nvidia_parse.parse_topo(garbage) == {}
     assert nvidia_parse.parse_proc_version(garbage) == {}
-    assert nvidia_parse.parse_q("") == {} and nvidia_parse.parse_smi_version("") == {}
+    assert nvidia_q.parse_q("") == {} and nvidia_parse.parse_smi_version("") == {}
 
 
 def test_xml_with_entities_is_refused() -> None:
