@@ -294,7 +294,7 @@ def _changes_item(label: str, r: Mapping[str, Any], h: Mapping[str, Any]) -> Ite
     if hdirty is None:
         return Item(item, "clean", "-", WARN, "dirty state unknown here")
     if hdig is not None:
-        # Clean tracked files but a patch: it carries only new untracked files (issue 3 embeds them).
+        # Clean tracked files but a patch: it carries only new untracked files (the git probe embeds them).
         return Item(item, "clean", "clean + untracked", INFO, "new untracked files only")
     return Item(item, "clean", "clean", PASS)
 
