@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import sys
 
-from ..manifest import index
+from ..manifest import summary
 from ..manifest.fields import patch_incomplete
 from ..manifest.flat import ARG_DEPTH, cell, flatten
+from ..std.table import format_table, rel_path
 from ..std.text import safe_format
 from ._common import EXIT_FAIL, EXIT_OK, dirs_or_cwd, report_missing, say
 
@@ -41,7 +42,7 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(code, dict):
         for name, repo in code.items():
             if isinstance(repo, dict):
-                cell = index.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
+                cell = summary.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
                 patch = repo.get("patch")
                 if repo.get("dirty") and patch_incomplete(patch):
                     cell += _NOT_FULLY_RECORDED
@@ -67,7 +68,7 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
         lost = src.lookup("run_id", None)
     finally:
         src.close()
-    members.sort(key=lambda e: (e.gen, e.run_id or ""))
+    members.sort(key=lambda e: (e.generated_at, e.run_id or ""))
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
     results: List[Any] = []
@@ -88,7 +89,7 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
             continue
         seen[doc.get("run_id")] = doc
         runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
-                     "note": index.lineage_of(doc).get("note")})
+                     "note": summary.lineage_of(doc).get("note")})
         flat.append(values(doc))
         results.append(doc.get("results") if isinstance(doc.get("results"), dict) else {})
     keys = sorted(set().union(*flat)) if flat else []
@@ -171,9 +172,9 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
                          result["compared"])]
     for i, r in enumerate(runs, 1):
         note = safe_format("  (%s)", r["note"]) if r.get("note") else ""
-        lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], index.rel_path(r["path"], cwd)) + note)
+        lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], rel_path(r["path"], cwd)) + note)
     for path in result.get("copies") or ():
-        lines.append(safe_format("  (a copy, counted once: %s)", index.rel_path(path, cwd)))
+        lines.append(safe_format("  (a copy, counted once: %s)", rel_path(path, cwd)))
     text = "\n".join(lines) + "\n"
     if result["varying"]:
         rows = [["KEY"] + ["[%d]" % i for i in range(1, len(runs) + 1)]]
@@ -181,7 +182,7 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
             rows.append([key] + [cell(v) for v in column])
         # Pad every column (the last too): values line up under their run's number.
         rows = [r + [""] for r in rows]
-        text += "\n" + index.format_table(rows)
+        text += "\n" + format_table(rows)
     return text + _render_results(result)
 
 

@@ -18,8 +18,8 @@ import re
 
 from .._version import __version__
 from ..manifest.fields import MISSING, get, python_version, section, untracked_files
-from ..manifest.index import gpu_cell, outcome_text, short
-from ..manifest.index import trackers as index_trackers
+from ..manifest.summary import gpu_cell, outcome_text, short
+from ..manifest.summary import trackers as index_trackers
 from ..std.sha import sha256
 from ..std.text import safe_text, shell_quote
 

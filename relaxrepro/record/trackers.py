@@ -127,11 +127,11 @@ def log_dir(writer: Any) -> str:
 
 def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> None:
     """Add ``found`` to ``doc["lineage"]["trackers"]`` (each run once, entries passed through ``redactor``)."""
-    from ..manifest import index
+    from ..manifest import summary
 
     if not found:
         return
-    lineage, kept = index.lineage_of(doc), index.trackers(doc)
+    lineage, kept = summary.lineage_of(doc), summary.trackers(doc)
     for a in found:
         entry = redactor.value(dict(a.entry))
         if entry not in kept:
@@ -158,22 +158,22 @@ def scrub(text: str) -> str:
 def summary(doc: Mapping[str, Any], redactor: Any) -> Dict[str, Any]:
     """The small record a tracker shows beside its own: run id, each repo's commit and dirty flag, the
     package digest, GPUs, CUDA, NCCL, the bit-reproducible verdict and, once known, the outcome."""
-    from ..manifest import index
+    from ..manifest import summary
     from ..manifest.fields import get
 
     doc = dict(doc)  # a Mapping given: the readers below take a dict
     out: Dict[str, Any] = {
         "run_id": doc.get("run_id"),
         "manifest": "manifest_%s.json" % doc.get("run_id"),
-        "code": {r["name"]: {"commit": r["commit"], "dirty": r["dirty"]} for r in index.repos(doc)},
+        "code": {r["name"]: {"commit": r["commit"], "dirty": r["dirty"]} for r in summary.repos(doc)},
         "packages_digest": get(doc, "environment.packages_digest", None),
-        "gpus": index.gpu_cell(doc),
+        "gpus": summary.gpu_cell(doc),
         "cuda": get(doc, "hardware.cuda_version", None),
         "nccl": get(doc, "hardware.nccl_version", None),
         "bit_reproducible": get(doc, "seeds.bit_reproducible", None),
     }
     if get(doc, "outcome.status", None):
-        out["outcome"] = index.outcome_text(doc)
+        out["outcome"] = summary.outcome_text(doc)
     return redactor.value(out)
 
 
