@@ -32,20 +32,20 @@ import operator
 import os
 import sqlite3
 import stat
-import struct
 import time
 
 from ..std.cache import cache_dir
 from ..std.records import Factory, Record
 from ..std.sha import sha256, sha256_hex
 from .runrow import STORED, Row, read_row
-from .scan import walk_dirs, walk_root
+from .scan import walk_root
+from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign, walk
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-    Walked = List[Tuple[str, List[str], List[Optional[bytes]]]]
+    from .treesig import Walked
 
 VERSION = 2
 BUSY_MS = 15000
@@ -55,7 +55,6 @@ CHUNK = 2000
 KEPT = 4
 """Answers kept per tree (an ``ls`` of 100,000 runs is ~15 MB): the table, --json and a query or two."""
 
-_KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
 _COLUMN = {"generated_at": "gen", "group": "grp", "doc_json": "doc", "facts_json": "facts"}
 """The :class:`Row` fields stored under another column name: ``gen`` is the run's ``generated_at`` (not the
 write counter, ``state.gen``); the names are kept so that an index of this version stays readable."""
@@ -357,40 +356,6 @@ def db_path(directory: str, root: str) -> str:
                         .hexdigest()[:32] + ".sqlite")
 
 
-def walk(root: str, linked: Set[str]) -> Walked:
-    """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
-    packed keys (None: the file vanished or cannot be stat'ed)."""
-    prefix = os.path.join(root, "")
-    return [(d[len(prefix):] if d != root else "", names, keys)
-            for d, names, keys in walk_dirs(root, linked, key=_KEY.pack) if names]
-
-
-def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
-    """One directory's stored manifests: their names, then each one's packed size, mtime_ns, inode."""
-    return "\0".join(names).encode("utf-8", "surrogateescape") + b"\0\0" + b"".join(keys)
-
-
-def _unsign(sig: Optional[bytes]) -> Dict[str, bytes]:
-    if not sig:
-        return {}
-    cut = sig.index(b"\0\0") if sig[:2] != b"\0\0" else 0
-    names = sig[:cut].decode("utf-8", "surrogateescape").split("\0") if cut else []
-    keys = sig[cut + 2:]
-    size = _KEY.size
-    return {n: keys[i * size:(i + 1) * size] for i, n in enumerate(names)}
-
-
-def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
-    """The digest of a tree's directory signatures, in walk order."""
-    h = sha256()
-    for rel, sig in sigs:
-        name = rel.encode("utf-8", "surrogateescape")
-        h.update(b"%d:%d:" % (len(name), len(sig)))
-        h.update(name)
-        h.update(sig)
-    return h.digest()
-
-
 def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], warnings: List[str],
              progress: Optional[Callable[[int, int], None]]) -> _Part:
     path = db_path(directory, root)
@@ -489,41 +454,12 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _stored(walked: Walked, uncached: Set[str], base: Optional[List[Tuple[str, bytes]]] = None
-            ) -> List[Tuple[str, bytes]]:
-    """The directory signatures a database that holds this walk has (files in ``uncached`` left out);
-    ``base``: those with nothing left out, to take the directories without such files from."""
-    out = []
-    odd = {p[:max(p.rfind(os.sep), 0)] for p in uncached}
-    if base is not None:
-        if not odd:
-            return base
-        keep = dict(base)
-    for rel, names, keys in walked:
-        if base is not None and rel not in odd:
-            if rel in keep:
-                out.append((rel, keep[rel]))
-            continue
-        if rel in odd:
-            pairs = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
-            names, keys = [n for n, _ in pairs], [k for _, k in pairs]  # type: ignore[misc]
-        elif None in keys:
-            names, keys = [n for n, k in zip(names, keys) if k is not None], [k for k in keys if k is not None]
-        if names:
-            out.append((rel, signature(names, keys)))  # type: ignore[arg-type]
-    return out
-
-
-def _join(rel: str, name: str) -> str:
-    return rel + os.sep + name if rel else name
-
-
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
              progress: Optional[Callable[[int, int], None]], warnings: List[str]) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
     its rows hold when they must be kept in memory, see :func:`listing`)."""
     part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
-    sigs = _stored(walked, set())
+    sigs = stored_signatures(walked, set())
     digest = tree_digest(sigs)
     conn.execute("BEGIN")
     tree, writes = conn.execute("SELECT tree, gen FROM state").fetchone()
@@ -548,7 +484,7 @@ def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) 
     """Turn ``part`` (its snapshot open) into rows in memory: a stored row where its directory's stored
     signature is the walk's, else the row just read, else the file read now."""
     stored = dict(part.conn.execute("SELECT dir, sig FROM dirs"))
-    expected = _stored(walked, {r.path[len(part.prefix):] for r in update.extra})
+    expected = stored_signatures(walked, {r.path[len(part.prefix):] for r in update.extra})
     good = {rel for rel, sig in expected if stored.get(rel) == sig}
     rows = {}
     for row in part.stored("", (), want):
@@ -560,7 +496,7 @@ def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) 
     part.rows = []
     for rel, names, _ in walked:
         for name in names:
-            path = _join(rel, name)
+            path = join(rel, name)
             row = rows.get(path) or update.fresh.get(path)
             if row is None:
                 row, pkgs = read_row(part.prefix + path, facts="facts" in want)
@@ -609,7 +545,7 @@ def _plan(walked: Walked, sigs: List[Tuple[str, bytes]], stored: Dict[str, bytes
     for rel, names, keys in walked:
         if rel in sig_of and stored.get(rel) == sig_of[rel] and None not in keys:
             continue
-        old = _unsign(stored.get(rel))
+        old = unsign(stored.get(rel))
         todo = [(n, k) for n, k in zip(names, keys) if k is None or old.get(n) != k]
         plan.append((rel, names, keys, stored.get(rel), todo))
     return plan
@@ -636,12 +572,12 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
     for rel, names, keys, old_sig, todo in plan:
         new_rows = []
         for name, key in todo:
-            path = _join(rel, name)
+            path = join(rel, name)
             row, pkgs = read_row(prefix + path, facts=True)
             if pkgs is not None and row.pkgkey not in seen_sets:
                 seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
                 sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-            if key is not None and row.cacheable and now - _KEY.unpack(key)[1] > RACY_NS:
+            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS:
                 new_rows.append((path, row))
             else:
                 uncached.add(path)
@@ -649,10 +585,10 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             done += 1
             if progress is not None and (done % 500 == 0 or done == todo_count):
                 progress(done, todo_count)
-        keep = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
+        keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
         new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
         kept = {n for n, _ in keep}
-        gone = [_join(rel, n) for n in _unsign(old_sig) if n not in kept]
+        gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
         if new_sig != old_sig or new_rows:
             pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
             rows_pending += len(new_rows) + 1
@@ -660,8 +596,8 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             state = _write(conn, pending, sets, None, state, warnings)
             pending, sets, rows_pending = [], [], 0
     for rel, sig in dropped:
-        pending.append(_DirWrite(rel, sig, None, [_join(rel, n) for n in _unsign(sig)], []))
-    expected = tree_digest(_stored(walked, uncached, sigs))
+        pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
+    expected = tree_digest(stored_signatures(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
     state = _write(conn, pending, sets, expected, state, warnings)
     return _Update(extra, fresh, expected, state.clean and state.writable)
