@@ -255,9 +255,6 @@ def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "repo"
 
 
-_safe_name = safe_name  # the foundation's name, kept for callers written against it
-
-
 def fit(doc: Dict[str, Any], limit: int = CAP_BYTES, cuts: Optional[List[str]] = None
         ) -> Tuple[bytes, Dict[str, Any], Dict[str, bytes]]:
     """Serialise ``doc`` under ``limit`` bytes; return (bytes, the document as written, sidecars).
