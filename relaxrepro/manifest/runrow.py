@@ -32,7 +32,7 @@ class Row:
     key, :func:`package_key`) and whether the run index may store it (``cacheable``).
 
     A plain ``__slots__`` class, not a :class:`~relaxrepro.std.records.Record`: a listing makes one per run
-    (100,000 of them), and this ``__init__`` costs half of a record's.
+    (100,000 of them), and this ``__init__`` costs a tenth of a record's (0.8 us against 8.5 us).
     """
 
     __slots__ = STORED + ("cacheable", "_doc", "_facts")
