@@ -23,7 +23,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from relaxrepro.manifest import index, writer  # noqa: E402
+from relaxrepro.commands.ls import render_ls  # noqa: E402
+from relaxrepro.manifest import scan, writer  # noqa: E402
 
 
 def build_tree(base: str, runs: int, kb: int) -> None:
@@ -71,8 +72,8 @@ def main() -> int:
         env = dict(os.environ, PYTHONPATH=ROOT)
         for _ in range(opts.repeat):
             t0 = time.monotonic()
-            entries = index.scan([base])
-            index.render_ls(entries)
+            entries = scan.scan([base])
+            render_ls(entries)
             scans.append(time.monotonic() - t0)
             t0 = time.monotonic()
             r0 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -137,9 +137,9 @@ def main(argv: list) -> int:
         until = "2099-01-01T%02d:%02d:%02d" % (time.time() // 3600 % 24, time.time() // 60 % 60, time.time() % 60)
         os.execv(sys.executable, py + ["ls", argv[1], "--where", "pkg.torch==2.3.*", "--until", until])
     if what == "floor":
-        from relaxrepro.manifest import runindex
+        from relaxrepro.manifest import treesig
 
-        runindex.walk(argv[1], set())
+        treesig.walk(argv[1], set())
         return 0
     if what == "reset":
         shutil.rmtree(os.path.join(argv[1], "user-new"), ignore_errors=True)

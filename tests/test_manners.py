@@ -158,8 +158,8 @@ def _late_imports(tree: ast.Module) -> Iterator[ast.stmt]:
 def late_import_report(package_dir: Path) -> Tuple[List[str], int]:
     """(function-level imports without their reason, how many function-level imports of the package's own modules).
 
-    The reason is a comment on the import's first line or on the lines right above it, or the reason of the import on the
-    line just before (a block of imports shares one); for the package's own modules it must name a measured cost."""
+    The reason is a comment on the import's first line or on the lines right above it, or the reason of the import
+    on the line just before (a block of imports shares one); for the package's own modules it names a measured cost."""
     package = Path(package_dir).name
     missing: List[str] = []
     own = 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..manifest import index, runindex
+from ..manifest import runindex, summary
 from ..manifest.fields import patch_incomplete
 from ..manifest.flat import ARG_DEPTH, flatten
 from ..manifest.reader import ManifestError, load_manifest
@@ -38,7 +38,7 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(code, dict):
         for name, repo in code.items():
             if isinstance(repo, dict):
-                cell = index.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
+                cell = summary.short(repo.get("commit")) + ("*" if repo.get("dirty") else "")
                 patch = repo.get("patch")
                 if repo.get("dirty") and patch_incomplete(patch):
                     cell += _NOT_FULLY_RECORDED
@@ -61,7 +61,7 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
         lost = src.lookup("run_id", None)
     finally:
         src.close()
-    members.sort(key=lambda e: (e.gen, e.run_id or ""))
+    members.sort(key=lambda e: (e.generated_at, e.run_id or ""))
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
     results: List[Any] = []
@@ -82,7 +82,7 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
             continue
         seen[doc.get("run_id")] = doc
         runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
-                     "note": index.lineage_of(doc).get("note")})
+                     "note": summary.lineage_of(doc).get("note")})
         flat.append(values(doc))
         results.append(doc.get("results") if isinstance(doc.get("results"), dict) else {})
     keys = sorted(set().union(*flat)) if flat else []

@@ -8,9 +8,9 @@ import os
 from ..manifest import runindex
 from ..manifest.fields import patch_digest, patch_incomplete
 from ..manifest.flat import ARG_DEPTH, cell, changed, flatten
-from ..manifest.index import gpu_cell, repos, short
 from ..manifest.reader import ManifestError, load_manifest
 from ..manifest.runrow import read_row
+from ..manifest.summary import gpu_cell, repos, short
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -46,12 +46,12 @@ def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
         def node(r: Any) -> Dict[str, Any]:
             kids = []
             found = sorted((c for c in src.lookup("parent", r.run_id) if c.run_id is not None),
-                           key=lambda c: (c.gen, c.run_id or ""))
+                           key=lambda c: (c.generated_at, c.run_id or ""))
             for c in found:
                 if c.run_id not in seen:
                     seen.add(c.run_id)
                     kids.append(c)
-            return {"run_id": r.run_id, "path": r.path, "generated_at": r.gen or None,
+            return {"run_id": r.run_id, "path": r.path, "generated_at": r.generated_at or None,
                     "children": [node(c) for c in kids]}
         return {"root": node(start), "error": None, "unreadable": unreadable}
     finally:

@@ -7,8 +7,8 @@ import json
 import sys
 
 from ..analyze.compare import compare_group
-from ..manifest import index
 from ..manifest.flat import cell
+from ..std.table import format_table, rel_path
 from ..std.text import safe_format
 from ._common import Exit, dirs_or_cwd, report_missing, say
 
@@ -25,9 +25,9 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
                          result["compared"])]
     for i, r in enumerate(runs, 1):
         note = safe_format("  (%s)", r["note"]) if r.get("note") else ""
-        lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], index.rel_path(r["path"], cwd)) + note)
+        lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], rel_path(r["path"], cwd)) + note)
     for path in result.get("copies") or ():
-        lines.append(safe_format("  (a copy, counted once: %s)", index.rel_path(path, cwd)))
+        lines.append(safe_format("  (a copy, counted once: %s)", rel_path(path, cwd)))
     text = "\n".join(lines) + "\n"
     if result["varying"]:
         rows = [["KEY"] + ["[%d]" % i for i in range(1, len(runs) + 1)]]
@@ -35,7 +35,7 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
             rows.append([key] + [cell(v) for v in column])
         # Pad every column (the last too): values line up under their run's number.
         rows = [r + [""] for r in rows]
-        text += "\n" + index.format_table(rows)
+        text += "\n" + format_table(rows)
     return text + _render_results(result)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+from ..manifest import runindex
+from ..std.cache import cache_dir
 from ._common import Exit, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
@@ -13,9 +15,6 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..manifest import runindex
-    from ..std.cache import cache_dir
-
     dirs = dirs_or_cwd(args.dirs)
     missing = report_missing(dirs, "index")
     if cache_dir(os.environ) is None:

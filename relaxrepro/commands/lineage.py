@@ -8,7 +8,8 @@ import os
 import sys
 
 from ..analyze.lineage import ancestry, descendants
-from ..manifest.index import rel_path, time_cell
+from ..manifest.summary import time_cell
+from ..std.table import rel_path
 from ..std.text import safe_format
 from ._common import Exit, dirs_or_cwd, read_or_report, report_missing, say
 

@@ -4,22 +4,26 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
+from .._version import __version__
+from ..manifest import query, runindex
+from ..manifest.scan import Entry
+from ..manifest.summary import algorithm, gpus, lineage_of, ls_cells, parent_id, repos, trackers
+from ..std.sha import sha256_hex
+from ..std.table import RelPaths, format_columns
+from ..std.text import safe_format
 from ._common import Exit, UsageError, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, List, Tuple
+    from typing import Any, Dict, List, Sequence, Tuple
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from ..manifest import query, runindex
-
     dirs = dirs_or_cwd(args.dirs)
     try:
         clauses = [query.parse(w) for w in args.where]
@@ -62,12 +66,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:
-    import json
-
-    from .._version import __version__
-    from ..manifest import runindex
-    from ..std.sha import sha256_hex
-
     what = [runindex.VERSION, __version__, sys.version, os.getcwd(), roots, bool(args.json), list(args.where),
             args.same_as, args.since, args.until]
     return sha256_hex(json.dumps(what).encode("utf-8", "surrogateescape"))
@@ -76,19 +74,15 @@ def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:
 def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[Any], since: Any, until: Any,
             dirs: List[str], filtered: bool) -> Tuple[str, int, int, int]:
     """(stdout, unreadable files among those shown, manifests in all, rows shown)."""
-    import json
-
-    from ..manifest import index
-
     if not filtered and not args.json:
-        table = src.table(index.RelPaths("."))
+        table = src.table(RelPaths("."))
         if table is not None:
             good, bad = table
             text = ""
             if good or bad:
                 cells = "\t".join([g[3] for g in good]).split("\t") if good else []
                 columns = [cells[i::9] for i in range(9)]
-                text = index.render_columns(columns, [g[2] for g in good], bad)
+                text = render_columns(columns, [g[2] for g in good], bad)
             return text, len(bad), len(good) + len(bad), len(good) + len(bad)
     if not filtered:
         rows = src.find(want=want)
@@ -109,13 +103,13 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
         rows = _select(rows, sets, clauses, since, until, args.same_as, dirs)
     text = ""
     if args.json:
-        out = [index.summary(r.entry()) for r in rows]
+        out = [summary(r.entry()) for r in rows]
         out.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
         text = json.dumps(out, indent=1, sort_keys=True) + "\n"
     elif rows:
-        good = sorted((r for r in rows if r.error is None), key=lambda r: (r.gen, r.run_id or ""))
+        good = sorted((r for r in rows if r.error is None), key=lambda r: (r.generated_at, r.run_id or ""))
         bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
-        text = index.render_rows([r.cells.split("\t") for r in good], [r.path for r in good], bad)
+        text = render_rows([r.cells.split("\t") for r in good], [r.path for r in good], bad)
     return text, sum(1 for r in rows if r.error is not None), total, len(rows)
 
 
@@ -137,7 +131,7 @@ def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, unti
         if r.error is not None:
             out.append(r)
             continue
-        if (since is not None and r.gen < since) or (until is not None and r.gen > until):
+        if (since is not None and r.generated_at < since) or (until is not None and r.generated_at > until):
             continue
         pkgs = packages.get(r.pkgkey) if r.pkgkey else None
         ok = True
@@ -154,3 +148,63 @@ def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, unti
         if ok and all(c.test(r.facts, pkgs) for c in clauses if c.package is None):
             out.append(r)
     return out
+
+
+# -- the table and the JSON form -----------------------------------------------------------------
+
+def summary(entry: Entry) -> Dict[str, Any]:
+    """The machine form of one ``ls`` line."""
+    doc = entry.doc
+    if entry.error is not None:
+        return {"path": entry.path, "error": entry.error}
+    count, model = gpus(doc)
+    lin = lineage_of(doc)
+    return {
+        "path": entry.path,
+        "run_id": entry.run_id,
+        "generated_at": doc.get("generated_at"),
+        "code": repos(doc),
+        "algorithm": algorithm(doc),
+        "gpus": {"count": count, "model": model},
+        "group": lin.get("group"),
+        "parent": parent_id(doc),
+        "outcome": doc.get("outcome") if isinstance(doc.get("outcome"), dict) else None,
+        "trackers": trackers(doc),
+    }
+
+
+def ls_order(entries: Sequence[Entry]) -> Tuple[List[Entry], List[Entry]]:
+    """(readable entries by time then run id, walk order breaking ties; unreadable ones by path)."""
+    good = sorted((e for e in entries if e.error is None),
+                  key=lambda e: (str(e.doc.get("generated_at") or ""), e.run_id or ""))
+    return good, sorted((e for e in entries if e.error is not None), key=lambda e: e.path)
+
+
+def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
+    """The ``ls`` table: readable runs by time, then one ``unreadable`` line per bad file, by path."""
+    good, bad = ls_order(entries)
+    return render_rows([ls_cells(e.doc, e.run_id) for e in good], [e.path for e in good],
+                       [(e.path, e.error) for e in bad], cwd=cwd)
+
+
+def render_rows(cells: Sequence[List[str]], paths: Sequence[str], bad: Sequence[Tuple[str, Any]], *,
+                cwd: str = ".") -> str:
+    """The ``ls`` table from each row's cells (:func:`ls_cells`) and path, then a line per (path, why) of a bad file."""
+    rel = RelPaths(cwd)
+    return render_columns(list(zip(*cells)), rel.many(paths), [(rel(p), why) for p, why in bad])
+
+
+def render_columns(columns: List[Sequence[str]], shown: Sequence[str], bad: Sequence[Tuple[str, Any]]) -> str:
+    """:func:`render_rows` from the cells column by column (100,000 rows cost a few C loops, not 100,000
+    lists), with the paths as shown (:class:`RelPaths`)."""
+    text = ""
+    if shown:
+        tracked = columns[8].count("-") != len(columns[8])  # the column appears once a run was attached
+        if not tracked:
+            del columns[8]
+        columns.append(shown)
+        text = format_columns(["RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME"]
+                              + ["TRACKERS"] * tracked + ["PATH"], columns, safe=len(columns) - 1)
+    for path, why in bad:
+        text += safe_format("unreadable  %s: %s\n", path, why)
+    return text

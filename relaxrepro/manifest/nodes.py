@@ -355,27 +355,3 @@ def diff_nodes(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
         for value, n in sorted(gained.items(), key=lambda kv: (-kv[1], kv[0])):
             lines.append("%d of %s nodes: %s %s -> %s" % (n, total, _short(field), source, value))
     return lines
-
-
-def check_node(doc: Dict[str, Any], fragment: Dict[str, Any]) -> List[str]:
-    """How this node (its fragment) differs from the recorded node of the same role and GPU model.
-
-    For ``check``: falls back to a node with the same GPU model, then to any recorded node.
-    """
-    mine = node_fields(fragment)
-    role = (fragment.get("node") or {}).get("role")
-    model = mine.get("hardware.gpu_model")
-    nodes = [n for n in ((doc.get("runtime") or {}).get("nodes") or []) if isinstance(n, dict) and n.get("name")]
-    candidates = ([n for n in nodes if n.get("role") == role and _get(n, "hardware.gpu_model") == model]
-                  or [n for n in nodes if _get(n, "hardware.gpu_model") == model] or nodes)
-    if not candidates:
-        return []
-    ref = candidates[0]
-    theirs = node_fields(ref)
-    lines = []
-    for field in sorted((set(mine) | set(theirs)) - NOT_COMPARED):
-        if mine.get(field) != theirs.get(field):
-            lines.append("%s: %s here, %s on %s" % (_short(field), ABSENT if mine.get(field) is None else mine[field],
-                                                    ABSENT if theirs.get(field) is None else theirs[field],
-                                                    ref["name"]))
-    return lines

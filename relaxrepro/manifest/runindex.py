@@ -26,22 +26,26 @@ re-check, never a stale row.
 
 from __future__ import annotations
 
+import itertools
+import json
+import operator
 import os
 import sqlite3
 import stat
-import struct
 import time
 
 from ..std.cache import cache_dir
+from ..std.records import Factory, Record
 from ..std.sha import sha256, sha256_hex
-from . import index
-from .runrow import Row, read_row
+from .runrow import STORED, Row, read_row
+from .scan import walk_root
+from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign, walk
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-    Walked = List[Tuple[str, List[str], List[Optional[bytes]]]]
+    from .treesig import Walked
 
 VERSION = 2
 BUSY_MS = 15000
@@ -51,8 +55,16 @@ CHUNK = 2000
 KEPT = 4
 """Answers kept per tree (an ``ls`` of 100,000 runs is ~15 MB): the table, --json and a query or two."""
 
-_KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
-_ROW = "path, run_id, gen, grp, parent, error, cells, doc, facts, pkgkey"
+_COLUMN = {"generated_at": "gen", "group": "grp", "doc_json": "doc", "facts_json": "facts"}
+"""The :class:`Row` fields stored under another column name: ``gen`` is the run's ``generated_at`` (not the
+write counter, ``state.gen``); the names are kept so that an index of this version stays readable."""
+_FILES = ("path", "run_id", "generated_at", "group", "parent", "error", "cells", "pkgkey")
+_DOCS = ("path", "doc_json", "facts_json")
+"""The :class:`Row` fields of the ``files`` and ``docs`` tables, in their columns' order."""
+_files_values = operator.attrgetter(*_FILES[1:])  # the path stored is the one relative to the root
+_docs_values = operator.attrgetter(*_DOCS[1:])
+_LAZY = {"cells": "''", "doc_json": "NULL", "facts_json": "NULL"}
+"""What a SELECT reads for each field a caller may leave out (see :func:`listing`'s ``want``)."""
 _SCHEMA = (
     # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
     "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
@@ -75,14 +87,13 @@ class Broken(Exception):
     """The database cannot be used as it is: corrupt, of another version, not ours."""
 
 
-class Listing:
+class Listing(Record):
     """The rows of a listing in walk order, the package sets their ``pkgkey`` names (with ``facts``), and
     the warnings to say once (a database bypassed or rebuilt)."""
 
-    def __init__(self) -> None:
-        self.rows: List[Row] = []
-        self.packages: Dict[str, Dict[str, str]] = {}
-        self.warnings: List[str] = []
+    rows: List[Row] = Factory(list)
+    packages: Dict[str, Dict[str, str]] = Factory(dict)
+    warnings: List[str] = Factory(list)
 
 
 def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = ("cells",),
@@ -95,12 +106,9 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
     """
     src = open_roots(roots, use_index=use_index, want=want, env=env, progress=progress)
     try:
-        out = Listing()
-        out.warnings = src.warnings
-        out.rows = src.find(want=want)
-        if "facts" in want:
-            out.packages = src.packages({r.pkgkey for r in out.rows if r.pkgkey})
-        return out
+        rows = src.find(want=want)
+        packages = src.packages({r.pkgkey for r in rows if r.pkgkey}) if "facts" in want else {}
+        return Listing(rows, packages, src.warnings)
     finally:
         src.close()
 
@@ -138,18 +146,17 @@ def find_run(run_id: str, roots: Sequence[str]) -> Optional[str]:
         src.close()
 
 
-class Source:
+class Source(Record):
     """What :func:`open_roots` found, root by root: each part answers from the database (a snapshot that
     matches the tree, plus the rows of files not stored) or from rows in memory."""
 
-    def __init__(self) -> None:
-        self.parts: List[_Part] = []
-        self.warnings: List[str] = []
+    parts: List[_Part] = Factory(list)
+    warnings: List[str] = Factory(list)
 
     def find(self, where: str = "", params: Sequence[Any] = (), test: Optional[Callable[[Row], bool]] = None,
              want: Sequence[str] = ()) -> List[Row]:
         """The rows (walk order) for which ``test`` holds; ``where``: the same condition in SQL over the
-        columns of :data:`_ROW`, so a database answers by index without loading the rest."""
+        columns of the ``files`` table, so a database answers by index without loading the rest."""
         out: List[Row] = []
         for part in self.parts:
             out.extend(part.find(where, params, test, want))
@@ -158,10 +165,8 @@ class Source:
     def table(self, shown: Any) -> Optional[Tuple[List[Tuple[str, str, str, str]], List[Tuple[str, str]]]]:
         """What the ``ls`` table shows, without making a row object per run: ((time, run id, path as shown,
         cells) of the readable runs, in the table's order; (path as shown, why) of the others, by path), the
-        paths as ``shown`` (an :class:`index.RelPaths`) shows them. None when two runs share a time and run
-        id: then the walk order breaks the tie (:meth:`find` and a sort)."""
-        import operator
-
+        paths as ``shown`` (a :class:`~relaxrepro.std.table.RelPaths`) shows them. None when two runs share a
+        time and run id: then the walk order breaks the tie (:meth:`find` and a sort)."""
         good: List[Tuple[str, str, str, str]] = []
         bad: List[Tuple[str, str, str]] = []
         for part in self.parts:
@@ -176,7 +181,7 @@ class Source:
                 rows = part.extra
             for r in rows:
                 if r.error is None:
-                    good.append((r.gen, r.run_id or "", shown(r.path), r.cells))
+                    good.append((r.generated_at, r.run_id or "", shown(r.path), r.cells))
                 else:
                     bad.append((r.path, shown(r.path), r.error))
         by = operator.itemgetter(0, 1)
@@ -252,47 +257,51 @@ class Source:
             part.close()
 
 
-class _Part:
-    """One root: rows in memory (``rows``), or a database snapshot (``conn`` in a read transaction) plus
-    the rows of files not stored (``extra``); ``order``: each directory's place in the walk."""
+class _Part(Record):
+    """One root (``prefix``: its path and a separator): rows in memory (``rows``), or a database snapshot
+    (``conn`` in a read transaction) plus the rows of files not stored (``extra``); ``sets``: package sets
+    in memory; ``digest``: the snapshot's tree digest when it holds every row; ``order``: each directory's
+    place in the walk; ``by``: the rows in memory by ``run_id``, ``parent`` or ``group``, made when asked."""
 
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.rows: Optional[List[Row]] = None
-        self.sets: Dict[str, Dict[str, str]] = {}
-        self.conn: Any = None
-        self.digest: Optional[bytes] = None
-        self.extra: List[Row] = []
-        self.order: Dict[str, int] = {}
-        self.by: Dict[str, Dict[Optional[str], List[Row]]] = {}
+    prefix: str
+    rows: Optional[List[Row]] = None
+    sets: Dict[str, Dict[str, str]] = Factory(dict)
+    conn: Any = None
+    digest: Optional[bytes] = None
+    extra: List[Row] = Factory(list)
+    order: Dict[str, int] = Factory(dict)
+    by: Dict[str, Dict[Optional[str], List[Row]]] = Factory(dict)
 
     def find(self, where: str, params: Sequence[Any], test: Optional[Callable[[Row], bool]],
              want: Sequence[str]) -> List[Row]:
         if self.rows is not None:
-            return [_trim(r, want) for r in self.rows if test is None or test(r)]
+            return [r.trimmed(want) for r in self.rows if test is None or test(r)]
         got = self.stored(where, params, want)
         if test is not None:
             got = [r for r in got if test(r)]
-        got.extend(_trim(r, want) for r in self.extra if test is None or test(r))
+        got.extend(r.trimmed(want) for r in self.extra if test is None or test(r))
         return self.walk_order(got)
 
     def stored(self, where: str, params: Sequence[Any], want: Sequence[str]) -> List[Row]:
-        cols = ", ".join(c if c not in ("cells", "doc", "facts") or c in want else "NULL" for c in _ROW.split(", "))
+        """The stored rows where ``where`` holds, with what ``want`` asks for (see :func:`listing`)."""
+        cols = ", ".join(_LAZY[f] if f in _LAZY and _want_of(f) not in want else _COLUMN.get(f, f) for f in STORED)
         join = " LEFT JOIN docs USING (path)" if "doc" in want or "facts" in want else ""
+        rows = list(itertools.starmap(Row, self.conn.execute(
+            "SELECT %s FROM files%s%s" % (cols, join, " WHERE " + where if where else ""), params)))
         p = self.prefix
-        return [Row(p + a, b, c, d, e, f, h, g or "", i, j) for a, b, c, d, e, f, g, h, i, j in self.conn.execute(
-            "SELECT %s FROM files%s%s" % (cols, join, " WHERE " + where if where else ""), params)]
+        for r in rows:
+            r.path = p + r.path  # stored relative to the root
+        return rows
 
     def lookup(self, attr: str, value: Optional[str], want: Sequence[str]) -> List[Row]:
         if self.rows is None:
-            column = {"run_id": "run_id", "parent": "parent", "group": "grp"}[attr]
-            return self.find(column + " IS ?", (value,), lambda r: getattr(r, attr) == value, want)
+            return self.find(_COLUMN.get(attr, attr) + " IS ?", (value,), lambda r: getattr(r, attr) == value, want)
         by = self.by.get(attr)
         if by is None:
             by = self.by[attr] = {}
             for r in self.rows:
                 by.setdefault(getattr(r, attr), []).append(r)
-        return [_trim(r, want) for r in by.get(value, ())]
+        return [r.trimmed(want) for r in by.get(value, ())]
 
     def walk_order(self, rows: List[Row]) -> List[Row]:
         order, sep, cut = self.order, os.sep, len(self.prefix)
@@ -309,8 +318,6 @@ class _Part:
         return self.conn.execute("SELECT count(*) FROM files").fetchone()[0] + len(self.extra)
 
     def packages(self, keys: Optional[Iterable[str]]) -> Dict[str, Dict[str, str]]:
-        import json
-
         out = dict(self.sets) if keys is None else {k: self.sets[k] for k in keys if k in self.sets}
         if self.conn is not None:
             wanted = None if keys is None else set(keys)
@@ -325,11 +332,9 @@ class _Part:
             self.conn = None
 
 
-def _trim(row: Row, want: Sequence[str]) -> Row:
-    """A copy of ``row`` without what ``want`` leaves out (rows are shared by the finds of one source)."""
-    return Row(row.path, row.run_id, row.gen, row.group, row.parent, row.error,
-               row._doc if "doc" in want else None, row.cells if "cells" in want else "",
-               row._facts if "facts" in want else None, row.pkgkey, row.cacheable)
+def _want_of(field: str) -> str:
+    """The name a caller's ``want`` gives a field it may leave out: ``doc`` for ``doc_json``."""
+    return field[:-5] if field.endswith("_json") else field
 
 
 class _Bypass(Exception):
@@ -337,9 +342,8 @@ class _Bypass(Exception):
 
 
 def _scan(root: str, linked: Set[str], want: Sequence[str]) -> _Part:
-    part = _Part(os.path.join(root, ""))
-    part.rows = []
-    for path in index.walk_root(root, linked):
+    part = _Part(os.path.join(root, ""), rows=[])
+    for path in walk_root(root, linked):
         row, pkgs = read_row(path, facts="facts" in want)
         part.rows.append(row)
         if pkgs is not None:
@@ -350,40 +354,6 @@ def _scan(root: str, linked: Set[str], want: Sequence[str]) -> _Part:
 def db_path(directory: str, root: str) -> str:
     return os.path.join(directory, sha256(os.path.realpath(root).encode("utf-8", "surrogateescape"))
                         .hexdigest()[:32] + ".sqlite")
-
-
-def walk(root: str, linked: Set[str]) -> Walked:
-    """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
-    packed keys (None: the file vanished or cannot be stat'ed)."""
-    prefix = os.path.join(root, "")
-    return [(d[len(prefix):] if d != root else "", names, keys)
-            for d, names, keys in index.walk_dirs(root, linked, key=_KEY.pack) if names]
-
-
-def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
-    """One directory's stored manifests: their names, then each one's packed size, mtime_ns, inode."""
-    return "\0".join(names).encode("utf-8", "surrogateescape") + b"\0\0" + b"".join(keys)
-
-
-def _unsign(sig: Optional[bytes]) -> Dict[str, bytes]:
-    if not sig:
-        return {}
-    cut = sig.index(b"\0\0") if sig[:2] != b"\0\0" else 0
-    names = sig[:cut].decode("utf-8", "surrogateescape").split("\0") if cut else []
-    keys = sig[cut + 2:]
-    size = _KEY.size
-    return {n: keys[i * size:(i + 1) * size] for i, n in enumerate(names)}
-
-
-def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
-    """The digest of a tree's directory signatures, in walk order."""
-    h = sha256()
-    for rel, sig in sigs:
-        name = rel.encode("utf-8", "surrogateescape")
-        h.update(b"%d:%d:" % (len(name), len(sig)))
-        h.update(name)
-        h.update(sig)
-    return h.digest()
 
 
 def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], warnings: List[str],
@@ -484,61 +454,38 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _stored(walked: Walked, uncached: Set[str], base: Optional[List[Tuple[str, bytes]]] = None
-            ) -> List[Tuple[str, bytes]]:
-    """The directory signatures a database that holds this walk has (files in ``uncached`` left out);
-    ``base``: those with nothing left out, to take the directories without such files from."""
-    out = []
-    odd = {p[:max(p.rfind(os.sep), 0)] for p in uncached}
-    if base is not None:
-        if not odd:
-            return base
-        keep = dict(base)
-    for rel, names, keys in walked:
-        if base is not None and rel not in odd:
-            if rel in keep:
-                out.append((rel, keep[rel]))
-            continue
-        if rel in odd:
-            pairs = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
-            names, keys = [n for n, _ in pairs], [k for _, k in pairs]  # type: ignore[misc]
-        elif None in keys:
-            names, keys = [n for n, k in zip(names, keys) if k is not None], [k for k in keys if k is not None]
-        if names:
-            out.append((rel, signature(names, keys)))  # type: ignore[arg-type]
-    return out
-
-
-def _join(rel: str, name: str) -> str:
-    return rel + os.sep + name if rel else name
-
-
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
              progress: Optional[Callable[[int, int], None]], warnings: List[str]) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
     its rows hold when they must be kept in memory, see :func:`listing`)."""
-    part = _Part(os.path.join(root, ""))
-    part.order = {rel: i for i, (rel, _, _) in enumerate(walked)}
-    sigs = _stored(walked, set())
+    part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
+    sigs = stored_signatures(walked, set())
     digest = tree_digest(sigs)
     conn.execute("BEGIN")
-    tree, gen = conn.execute("SELECT tree, gen FROM state").fetchone()
+    tree, writes = conn.execute("SELECT tree, gen FROM state").fetchone()
     if tree == digest and not any(None in keys for _, _, keys in walked):  # this snapshot is the tree
         part.conn, part.digest = conn, digest
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
-    extra, fresh, expected, written = _update(conn, part.prefix, walked, sigs, stored, gen, progress, warnings)
+    update = _update(conn, part.prefix, walked, sigs, stored, writes, progress, warnings)
     conn.execute("BEGIN")
-    if written and conn.execute("SELECT tree FROM state").fetchone()[0] == expected:
-        part.conn, part.extra = conn, extra
-        part.digest = expected if not extra else None
+    part.conn = conn
+    if update.written and conn.execute("SELECT tree FROM state").fetchone()[0] == update.digest:
+        part.extra = update.extra
+        part.digest = update.digest if not update.extra else None
         return part
     # Another process wrote in between, or we could not: check directory by directory, in one snapshot.
-    part.conn = conn
-    stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
-    want = _stored(walked, {r.path[len(part.prefix):] for r in extra})
-    good = {rel for rel, sig in want if stored.get(rel) == sig}
+    _recheck(part, walked, update, want)
+    return part
+
+
+def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) -> None:
+    """Turn ``part`` (its snapshot open) into rows in memory: a stored row where its directory's stored
+    signature is the walk's, else the row just read, else the file read now."""
+    stored = dict(part.conn.execute("SELECT dir, sig FROM dirs"))
+    expected = stored_signatures(walked, {r.path[len(part.prefix):] for r in update.extra})
+    good = {rel for rel, sig in expected if stored.get(rel) == sig}
     rows = {}
     for row in part.stored("", (), want):
         rel = row.path[len(part.prefix):]
@@ -549,41 +496,75 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
     part.rows = []
     for rel, names, _ in walked:
         for name in names:
-            path = _join(rel, name)
-            row = rows.get(path) or fresh.get(path)
+            path = join(rel, name)
+            row = rows.get(path) or update.fresh.get(path)
             if row is None:
                 row, pkgs = read_row(part.prefix + path, facts="facts" in want)
                 if pkgs is not None:
                     part.sets[row.pkgkey] = pkgs  # type: ignore[index]
-            part.rows.append(_trim(row, want))
-    return part
+            part.rows.append(row.trimmed(want))
 
 
-def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
-            stored: Dict[str, bytes], gen: int, progress: Optional[Callable[[int, int], None]],
-            warnings: List[str]) -> Tuple[List[Row], Dict[str, Row], bytes, bool]:
-    """Re-read what differs from ``stored`` (the directory signatures at generation ``gen``) and write it,
-    a directory at a time. Returns (rows not stored, the same by path, the digest of what the database
-    now holds, whether that digest was stored)."""
-    import json
+class _Update(Record):
+    """What :func:`_update` did: ``extra``, the rows read but not stored (by path), ``fresh``, the same by
+    relative path, ``digest``, the digest of the tree the database now holds, and whether it was stored
+    (``written``)."""
 
-    plan = []  # (rel, names kept or read, old signature, todo)
-    todo_count = 0
+    extra: List[Row]
+    fresh: Dict[str, Row]
+    digest: bytes
+    written: bool
+
+
+class _Writes(Record):
+    """Where our writes stand: ``count``, the database's write counter (``state.gen``) as our last write left
+    it; ``clean``: no other process wrote since we compared; ``writable``: the database was not locked."""
+
+    count: int
+    clean: bool = True
+    writable: bool = True
+
+
+class _DirWrite(Record):
+    """One directory to write: its signature as compared (``old_sig``) and as it is to be (``new_sig``, None:
+    the directory is dropped), the relative paths of the files ``gone``, and ``rows`` by relative path."""
+
+    dir: str
+    old_sig: Optional[bytes]
+    new_sig: Optional[bytes]
+    gone: List[str]
+    rows: List[Tuple[str, Row]]
+
+
+def _plan(walked: Walked, sigs: List[Tuple[str, bytes]], stored: Dict[str, bytes]
+          ) -> List[Tuple[str, List[str], List[Optional[bytes]], Optional[bytes], List[Tuple[str, Optional[bytes]]]]]:
+    """The walked directories whose stored signature differs: (dir, names, keys, stored signature, the
+    (name, key) of each file to read)."""
+    plan = []
     sig_of = dict(sigs)
     for rel, names, keys in walked:
         if rel in sig_of and stored.get(rel) == sig_of[rel] and None not in keys:
             continue
-        old = _unsign(stored.get(rel))
+        old = unsign(stored.get(rel))
         todo = [(n, k) for n, k in zip(names, keys) if k is None or old.get(n) != k]
         plan.append((rel, names, keys, stored.get(rel), todo))
-        todo_count += len(todo)
+    return plan
+
+
+def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
+            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]],
+            warnings: List[str]) -> _Update:
+    """Re-read what differs from ``stored`` (the directory signatures when the write counter was ``writes``)
+    and write it, a directory at a time."""
+    plan = _plan(walked, sigs, stored)
+    todo_count = sum(len(todo) for *_, todo in plan)
     walked_dirs = {rel for rel, _, _ in walked}
     dropped = [(rel, sig) for rel, sig in stored.items() if rel not in walked_dirs]
-    now = time.time_ns() if hasattr(time, "time_ns") else int(time.time() * 1e9)
+    now = time.time_ns()
     fresh: Dict[str, Row] = {}
     uncached: Set[str] = set()
-    state = {"gen": gen, "ok": True, "writable": True}
-    pending: List[Tuple[str, Optional[bytes], Optional[bytes], List[str], List[Tuple[Any, ...]]]] = []
+    state = _Writes(writes)
+    pending: List[_DirWrite] = []
     sets: List[Tuple[str, str]] = []
     seen_sets: Set[str] = set()
     done = 0
@@ -591,78 +572,84 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
     for rel, names, keys, old_sig, todo in plan:
         new_rows = []
         for name, key in todo:
-            path = _join(rel, name)
+            path = join(rel, name)
             row, pkgs = read_row(prefix + path, facts=True)
             if pkgs is not None and row.pkgkey not in seen_sets:
                 seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
                 sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-            if key is not None and row.cacheable and now - _KEY.unpack(key)[1] > RACY_NS:
-                new_rows.append((path, row.run_id, row.gen, row.group, row.parent, row.error, row.cells, row._doc,
-                                 row._facts, row.pkgkey))
+            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS:
+                new_rows.append((path, row))
             else:
                 uncached.add(path)
                 fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
             done += 1
             if progress is not None and (done % 500 == 0 or done == todo_count):
                 progress(done, todo_count)
-        keep = [(n, k) for n, k in zip(names, keys) if k is not None and _join(rel, n) not in uncached]
+        keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
         new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
         kept = {n for n, _ in keep}
-        gone = [_join(rel, n) for n in _unsign(old_sig) if n not in kept]
+        gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
         if new_sig != old_sig or new_rows:
-            pending.append((rel, old_sig, new_sig, gone, new_rows))
+            pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
             rows_pending += len(new_rows) + 1
         if rows_pending >= CHUNK:
-            _write(conn, pending, sets, None, state, warnings)
-            rows_pending = 0
+            state = _write(conn, pending, sets, None, state, warnings)
+            pending, sets, rows_pending = [], [], 0
     for rel, sig in dropped:
-        pending.append((rel, sig, None, [_join(rel, n) for n in _unsign(sig)], []))
-    expected = tree_digest(_stored(walked, uncached, sigs))
+        pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
+    expected = tree_digest(stored_signatures(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
-    _write(conn, pending, sets, expected, state, warnings)
-    return extra, fresh, expected, state["ok"] and state["writable"]
+    state = _write(conn, pending, sets, expected, state, warnings)
+    return _Update(extra, fresh, expected, state.clean and state.writable)
 
 
-def _write(conn: sqlite3.Connection, pending: List[Tuple[str, Optional[bytes], Optional[bytes], List[str],
-                                                        List[Tuple[Any, ...]]]],
-           sets: List[Tuple[str, str]], digest: Optional[bytes], state: Dict[str, Any], warnings: List[str]) -> None:
+def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
+           digest: Optional[bytes], before: _Writes, warnings: List[str]) -> _Writes:
     """Write ``pending`` directories (rows and signature together, each only when its stored signature is
     still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
-    digest is stored when no other process wrote since we compared. Emptied after. A database still locked
-    after the busy timeout is left as it was: this listing is right without it."""
-    if state["writable"]:
+    digest is stored when no other process wrote since we compared. Returns where our writes stand now. A
+    database still locked after the busy timeout is left as it was: this listing is right without it."""
+    if not before.writable:
+        return before
+    try:
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                gen = conn.execute("SELECT gen FROM state").fetchone()[0]
-                if gen != state["gen"]:
-                    state["ok"] = False  # another writer: our digest of the tree may not be the database's
-                for rel, old_sig, new_sig, gone, rows in pending:
-                    got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (rel,)).fetchone()
-                    if (got[0] if got else None) != old_sig:
-                        state["ok"] = False
-                        continue
-                    for table in ("files", "docs"):
-                        conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in gone])
-                    conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                     [r[:7] + r[9:] for r in rows])
-                    conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)", [r[:1] + r[7:9] for r in rows])
-                    if new_sig is None:
-                        conn.execute("DELETE FROM dirs WHERE dir = ?", (rel,))
-                    else:
-                        conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (rel, new_sig))
-                conn.executemany("INSERT OR IGNORE INTO pkgsets VALUES (?, ?)", sets)
-                tree = digest if digest is not None and state["ok"] else None
-                if pending or tree is None or conn.execute("SELECT tree FROM state").fetchone()[0] != tree:
-                    state["gen"] = gen + 1
-                    conn.execute("UPDATE state SET tree = ?, gen = ?", (tree, state["gen"]))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc):
-                raise
-            state["writable"] = False
-            warnings.append("run index busy (%s): not updated this time" % exc)
-    del pending[:], sets[:]
+            after = _write_in(conn, pending, sets, digest, before)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        warnings.append("run index busy (%s): not updated this time" % exc)
+        return _Writes(before.count, before.clean, writable=False)
+    return after
+
+
+def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
+              digest: Optional[bytes], before: _Writes) -> _Writes:
+    """:func:`_write` inside its transaction."""
+    count = conn.execute("SELECT gen FROM state").fetchone()[0]
+    clean = before.clean and count == before.count  # else another writer: our tree digest may not be the database's
+    for d in pending:
+        got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (d.dir,)).fetchone()
+        if (got[0] if got else None) != d.old_sig:
+            clean = False
+            continue
+        for table in ("files", "docs"):
+            conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in d.gone])
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                         [(rel,) + _files_values(row) for rel, row in d.rows])
+        conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
+                         [(rel,) + _docs_values(row) for rel, row in d.rows])
+        if d.new_sig is None:
+            conn.execute("DELETE FROM dirs WHERE dir = ?", (d.dir,))
+        else:
+            conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (d.dir, d.new_sig))
+    conn.executemany("INSERT OR IGNORE INTO pkgsets VALUES (?, ?)", sets)
+    tree = digest if digest is not None and clean else None
+    if pending or tree is None or conn.execute("SELECT tree FROM state").fetchone()[0] != tree:
+        count += 1
+        conn.execute("UPDATE state SET tree = ?, gen = ?", (tree, count))
+    return _Writes(count, clean)

@@ -11,49 +11,66 @@ from __future__ import annotations
 import json
 
 from ..std.sha import sha256_hex
-from . import index
 from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
 from .model import READ_LIMIT_BYTES
 from .reader import ManifestError, ReadError, parse_json, read_bytes
+from .scan import Entry, read_fields
+from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+STORED = ("path", "run_id", "generated_at", "group", "parent", "error", "cells", "doc_json", "facts_json", "pkgkey")
+"""The fields of a :class:`Row` that the run index stores, in the order :class:`Row` takes them."""
 
 
 class Row:
-    """A listed manifest. ``doc`` (JSON text until asked), ``cells`` (the ``ls`` cells, tab-joined),
-    ``facts`` (JSON text, None when not gathered), ``packages`` key (``pkgkey``) into the package sets."""
+    """A listed manifest: where it is, what a listing sorts and looks up by, ``cells`` (the ``ls`` cells,
+    tab-joined), ``doc_json`` (the :func:`slim` document as JSON text, read by :attr:`doc` when asked),
+    ``facts_json`` (what a query asks, as JSON text; None when not gathered), ``pkgkey`` (its package set's
+    key, :func:`package_key`) and whether the run index may store it (``cacheable``).
 
-    __slots__ = ("path", "run_id", "gen", "group", "parent", "error", "_doc", "cells", "_facts", "pkgkey",
-                 "cacheable")
+    A plain ``__slots__`` class, not a :class:`~relaxrepro.std.records.Record`: a listing makes one per run
+    (100,000 of them), and this ``__init__`` costs a tenth of a record's (0.8 us against 8.5 us).
+    """
 
-    def __init__(self, path: str, run_id: Optional[str], gen: str, group: Optional[str], parent: Optional[str],
-                 error: Optional[str], doc: Any, cells: str, facts: Any = None, pkgkey: Optional[str] = None,
-                 cacheable: bool = True) -> None:
-        self.path, self.run_id, self.gen, self.group, self.parent = path, run_id, gen, group, parent
-        self.error, self._doc, self.cells, self._facts, self.pkgkey = error, doc, cells, facts, pkgkey
+    __slots__ = STORED + ("cacheable", "_doc", "_facts")
+
+    def __init__(self, path: str, run_id: Optional[str], generated_at: str, group: Optional[str],
+                 parent: Optional[str], error: Optional[str], cells: str, doc_json: Optional[str],
+                 facts_json: Optional[str] = None, pkgkey: Optional[str] = None, cacheable: bool = True) -> None:
+        self.path, self.run_id, self.generated_at, self.group, self.parent = path, run_id, generated_at, group, parent
+        self.error, self.cells, self.doc_json, self.facts_json, self.pkgkey = error, cells, doc_json, facts_json, pkgkey
         self.cacheable = cacheable
+        self._doc = self._facts = None  # the JSON texts parsed, on first use
 
     @property
     def doc(self) -> Dict[str, Any]:
-        if isinstance(self._doc, str):
-            self._doc = json.loads(self._doc)
+        if self._doc is None and self.doc_json is not None:
+            self._doc = json.loads(self.doc_json)
         return self._doc or {}
 
     @property
     def facts(self) -> Dict[str, Any]:
-        if isinstance(self._facts, str):
-            self._facts = json.loads(self._facts)
+        if self._facts is None and self.facts_json is not None:
+            self._facts = json.loads(self.facts_json)
         return self._facts or {}
 
-    def entry(self) -> index.Entry:
-        return index.Entry(self.path, None if self.error is not None else self.doc, self.error)
+    def entry(self) -> Entry:
+        return Entry(self.path, self.doc if self.error is None else {}, self.error)
+
+    def trimmed(self, want: Sequence[str]) -> Row:
+        """A copy without what ``want`` (of ``cells``, ``doc``, ``facts``) leaves out: a source's rows are
+        shared by its finds."""
+        return Row(self.path, self.run_id, self.generated_at, self.group, self.parent, self.error,
+                   self.cells if "cells" in want else "", self.doc_json if "doc" in want else None,
+                   self.facts_json if "facts" in want else None, self.pkgkey, self.cacheable)
 
 
 def slim(doc: Dict[str, Any]) -> Dict[str, Any]:
     """The parts of a listing's document that ``ls`` (table and ``--json``), ``lineage`` and ``compare``
-    read (:func:`index.summary`, :func:`index.ls_cells`): a few hundred bytes of a 50 KB manifest."""
+    read (``ls``'s summary, :func:`summary.ls_cells`): a few hundred bytes of a 50 KB manifest."""
     out = {k: doc[k] for k in ("schema_version", "run_id", "generated_at", "lineage", "outcome") if k in doc}
     code = doc.get("code")
     if isinstance(code, dict):
@@ -83,22 +100,21 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
     except ReadError:
         raw = None
     try:
-        doc = index.read_fields(path, index.LS_FIELDS, raw=raw)
+        doc = read_fields(path, LS_FIELDS, raw=raw)
     except ManifestError as exc:
         try:  # lineage and compare read these alone: a run they can find with an error for ls
-            link = index.read_fields(path, LINK_FIELDS, raw=raw) if raw is not None else None
+            link = read_fields(path, LINK_FIELDS, raw=raw) if raw is not None else None
         except ManifestError:
             link = None
         row = _row(path, link or {}, str(exc), "", cacheable=raw is not None)
         if link is None:
             row.run_id = None
         return row, None
-    row = _row(path, doc, None, "\t".join(index.ls_cells(doc, index.Entry(path, doc).run_id)),
-               cacheable=raw is not None)
+    row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
     pkgs = None
     if facts and raw is not None:
         found, pkgs = gather_facts(raw, doc)
-        row._facts, row.pkgkey = _text(found), package_key(pkgs)
+        row.facts_json, row.pkgkey = _text(found), package_key(pkgs)
     return row, pkgs
 
 
@@ -108,11 +124,9 @@ listing's fields could not be read (``error``), and those commands name the reas
 
 
 def _row(path: str, doc: Dict[str, Any], error: Optional[str], cells: str, cacheable: bool) -> Row:
-    run_id = index.Entry(path, doc).run_id
-    group = index.lineage_of(doc).get("group")
-    return Row(path, run_id, str(doc.get("generated_at") or ""), group if isinstance(group, str) else None,
-               index.parent_id(doc), error, None if error is not None else _text(slim(doc)), cells,
-               cacheable=cacheable)
+    group = lineage_of(doc).get("group")
+    return Row(path, run_id_of(doc), str(doc.get("generated_at") or ""), group if isinstance(group, str) else None,
+               parent_id(doc), error, cells, None if error is not None else _text(slim(doc)), cacheable=cacheable)
 
 
 def _text(value: Any) -> str:
@@ -136,15 +150,15 @@ def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Op
         doc = None
     if not isinstance(doc, dict):
         doc = listed
-    lin = index.lineage_of(doc)
+    lin = lineage_of(doc)
     code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
     commits = {n: r.get("commit") for n, r in code.items() if isinstance(r, dict) and isinstance(r.get("commit"), str)}
-    count, model = index.gpus(doc)
+    count, model = gpus(doc)
     out = doc.get("outcome") if isinstance(doc.get("outcome"), dict) else {}
     pkgs = packages(doc)
     f: Dict[str, Any] = {
-        "run": doc.get("run_id"), "group": lin.get("group"), "parent": index.parent_id(doc),
-        "note": lin.get("note"), "time": doc.get("generated_at"), "algo": index.algorithm(doc),
+        "run": doc.get("run_id"), "group": lin.get("group"), "parent": parent_id(doc),
+        "note": lin.get("note"), "time": doc.get("generated_at"), "algo": algorithm(doc),
         "status": out.get("status"), "exit": out.get("exit_code"),
         "dirty": any(isinstance(r, dict) and bool(r.get("dirty")) for r in code.values()),
         "commit": commits, "gpu": model, "gpus": count,

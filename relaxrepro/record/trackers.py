@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from ..manifest import index
+from ..manifest import summary as manifest_summary
 from ..manifest import writer as manifest_writer
 from ..manifest.fields import get
 from ..manifest.model import READ_LIMIT_BYTES
@@ -132,7 +132,7 @@ def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> Non
     """Add ``found`` to ``doc["lineage"]["trackers"]`` (each run once, entries passed through ``redactor``)."""
     if not found:
         return
-    lineage, kept = index.lineage_of(doc), index.trackers(doc)
+    lineage, kept = manifest_summary.lineage_of(doc), manifest_summary.trackers(doc)
     for a in found:
         entry = redactor.value(dict(a.entry))
         if entry not in kept:
@@ -155,15 +155,15 @@ def summary(doc: Mapping[str, Any], redactor: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {
         "run_id": doc.get("run_id"),
         "manifest": "manifest_%s.json" % doc.get("run_id"),
-        "code": {r["name"]: {"commit": r["commit"], "dirty": r["dirty"]} for r in index.repos(doc)},
+        "code": {r["name"]: {"commit": r["commit"], "dirty": r["dirty"]} for r in manifest_summary.repos(doc)},
         "packages_digest": get(doc, "environment.packages_digest", None),
-        "gpus": index.gpu_cell(doc),
+        "gpus": manifest_summary.gpu_cell(doc),
         "cuda": get(doc, "hardware.cuda_version", None),
         "nccl": get(doc, "hardware.nccl_version", None),
         "bit_reproducible": get(doc, "seeds.bit_reproducible", None),
     }
     if get(doc, "outcome.status", None):
-        out["outcome"] = index.outcome_text(doc)
+        out["outcome"] = manifest_summary.outcome_text(doc)
     return redactor.value(out)
 
 

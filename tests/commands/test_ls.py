@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from relaxrepro.manifest import index, writer
+from relaxrepro.manifest import scan, writer
 from relaxrepro.manifest.reader import ManifestError
+from relaxrepro.manifest.summary import LS_FIELDS
 from tests.helpers.common import generate, run_cli, validate_manifest
 from tests.helpers.recording import make_doc, put
 
@@ -177,16 +178,16 @@ def test_hidden_directories_are_skipped_and_symlink_loops_do_not_hang(tmp_path):
     runs = _tree(tmp_path)
     put(runs / ".trash", make_doc("hidden"))
     os.symlink(str(runs), str(runs / "a" / "loop"))
-    ids = [e.run_id for e in index.scan([str(runs)])]
+    ids = [e.run_id for e in scan.scan([str(runs)])]
     assert sorted(ids) == ["20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"]
 
 
 def test_the_quick_reader_agrees_with_the_strict_reader_on_a_real_manifest(tmp_path, repo):
     doc = generate(tmp_path, "--group", "g", cwd=repo)
     path = next(tmp_path.glob("m_*.json"))
-    quick = index.read_fields(str(path))
-    assert quick == {k: doc[k] for k in index.LS_FIELDS if k in doc}
-    assert index._quick(path.read_bytes(), index.LS_FIELDS) is not None  # the fast path was the one taken
+    quick = scan.read_fields(str(path))
+    assert quick == {k: doc[k] for k in LS_FIELDS if k in doc}
+    assert scan._quick(path.read_bytes(), LS_FIELDS) is not None  # the fast path was the one taken
 
 
 @pytest.mark.parametrize("layout", ["compact", "indent-4"])
@@ -194,21 +195,21 @@ def test_other_layouts_are_read_whole(tmp_path, layout):
     doc = make_doc("X", lineage={"group": "g"})
     text = json.dumps(doc) if layout == "compact" else json.dumps(doc, indent=4)
     (tmp_path / "manifest_X.json").write_text(text)
-    assert index._quick((tmp_path / "manifest_X.json").read_bytes(), index.LS_FIELDS) is None
-    assert index.read_fields(str(tmp_path / "manifest_X.json"))["lineage"] == {"group": "g"}
+    assert scan._quick((tmp_path / "manifest_X.json").read_bytes(), LS_FIELDS) is None
+    assert scan.read_fields(str(tmp_path / "manifest_X.json"))["lineage"] == {"group": "g"}
 
 
 def test_a_legacy_flat_record_is_listed(tmp_path):
     (tmp_path / "manifest_old.json").write_text(json.dumps({"experiment_name": "x", "git_commit": "c" * 40,
                                                             "has_uncommitted_changes": True}))
-    fields = index.read_fields(str(tmp_path / "manifest_old.json"))
+    fields = scan.read_fields(str(tmp_path / "manifest_old.json"))
     assert fields["code"] == {"main": {"commit": "c" * 40, "dirty": True}}
 
 
 def test_read_fields_refuses_a_non_string_run_id(tmp_path):
     put(tmp_path, dict(make_doc("X"), run_id=7), name="manifest_X.json")
     with pytest.raises(ManifestError, match="run_id"):
-        index.read_fields(str(tmp_path / "manifest_X.json"))
+        scan.read_fields(str(tmp_path / "manifest_X.json"))
 
 
 # -- compare --group ------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ def test_the_quick_reader_finds_any_field_wherever_it_sits(fields):
     doc = make_doc("X", config={"file_contents": {"c.yaml": "a\nb" * 50}}, data={"inputs": [{"path": "/d"}]},
                    environment={"packages": {"torch": "2.5.1"}}, outcome={"status": "ok"})
     raw = writer.serialize(doc)
-    assert index._quick(raw, fields) == {k: doc[k] for k in fields if k in doc}
+    assert scan._quick(raw, fields) == {k: doc[k] for k in fields if k in doc}
 
 
 @pytest.mark.parametrize("patch_kb", [0, 40], ids=["ends-only", "big-code-read-whole"])
@@ -282,7 +283,7 @@ def test_large_manifests_are_read_from_their_ends(tmp_path, patch_kb):
     doc = make_doc("BIG", code=code, environment={"packages": {"p%05d" % i: "1.0" for i in range(3000)}},
                    outcome={"status": "ok"}, lineage={"group": "g"})
     path = put(tmp_path, doc)
-    assert path.stat().st_size > index._HEAD + index._TAIL
-    assert index.read_fields(str(path)) == {k: doc[k] for k in index.LS_FIELDS if k in doc}
-    assert index.read_fields(str(path), ("environment", "run_id", "schema_version"))["environment"] == \
+    assert path.stat().st_size > scan._HEAD + scan._TAIL
+    assert scan.read_fields(str(path)) == {k: doc[k] for k in LS_FIELDS if k in doc}
+    assert scan.read_fields(str(path), ("environment", "run_id", "schema_version"))["environment"] == \
         doc["environment"]

@@ -439,24 +439,6 @@ def test_diff_is_exact_past_the_kept_node_entries(frags):
     assert "3 of 100 nodes: driver_version 590.44.01 -> 525.147.05" in node.diff_nodes(before, after)
 
 
-def test_check_compares_with_the_node_of_the_same_role_and_gpu_model(frags):
-    head = as_node(frags["a100-80gb-x4"], 0)
-    head["node"]["role"] = "head"
-    worker_a100 = as_node(frags["a100-80gb-x4"], 1)
-    worker_a100["node"]["role"] = "worker"
-    worker_3090 = as_node(frags["3090-590"], 2)
-    worker_3090["node"]["role"] = "worker"
-    doc = node.merge_fragments(base_manifest(), [head, worker_3090, worker_a100])
-    here = as_node(frags["3090-525"], 3)
-    here["node"]["role"] = "worker"
-    assert node.check_node(doc, here) == [
-        "cuda_driver_version: 12.0 here, 13.1 on %s" % worker_3090["node"]["name"],
-        "driver_version: 525.147.05 here, 590.44.01 on %s" % worker_3090["node"]["name"],
-    ]
-    assert node.check_node(doc, as_node(frags["a100-80gb-x4"], 4)) == []
-    assert node.check_node(base_manifest(), here) == []
-
-
 # ------------------------------------------------------------------------------- wired into diff and check
 def test_relaxrepro_diff_reports_nodes_as_populations(tmp_path, frags):
     before = node.merge_fragments(base_manifest(), cluster({"3090-590": 16}, frags))

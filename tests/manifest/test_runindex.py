@@ -459,7 +459,7 @@ def progress(done, total):
     subprocess.run([sys.executable, "-m", "relaxrepro", "index", runs], check=True, capture_output=True)
 
 found = runindex.listing([runs], progress=progress)
-print(raced, found.warnings, sorted(r.run_id for r in found.rows))
+print(raced, found.warnings, sorted(r.run_id for r in found.rows), all(r.cells for r in found.rows))
 """
 
 
@@ -473,6 +473,7 @@ def test_a_write_by_another_process_between_compare_and_write_is_never_taken_for
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     # What this process walked, read right: the run added after its walk is not in it, run00 is changed.
-    assert res.stdout == "[1] [] %s\n" % ["run%02d" % i for i in range(6)]
+    # ... and each of its rows has the cells the listing asked for, stored or read.
+    assert res.stdout == "[1] [] %s True\n" % ["run%02d" % i for i in range(6)]
     out = _same_both_ways(tmp_path)
     assert "late" in out and "gW" in out

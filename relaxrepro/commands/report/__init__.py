@@ -20,7 +20,7 @@ from ...analyze.check import judge
 from ...analyze.compare import compare_group
 from ...analyze.diff import CATEGORIES, diff_documents, summary_line
 from ...analyze.lineage import ancestry, descendants
-from ...manifest import index
+from ...manifest import scan, summary
 from ...manifest.fields import get
 from ...manifest.reader import ManifestError, read_manifest_file
 from ...manifest.runindex import find_run
@@ -93,7 +93,7 @@ def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[T
         cur: Optional[str] = rid
         while cur is not None and cur in by_id and cur not in depth and cur not in chain:
             chain.append(cur)
-            cur = index.parent_id(by_id[cur])
+            cur = summary.parent_id(by_id[cur])
         # Below a placed run; a missing parent sits at depth 0; a root, or a cycle, starts at 0.
         base = depth[cur] if cur in depth else 0 if cur is not None and cur not in by_id else -1
         for i, r in enumerate(reversed(chain)):
@@ -101,14 +101,14 @@ def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[T
         return depth[rid]
 
     for rid, d in by_id.items():
-        parent = index.parent_id(d)
+        parent = summary.parent_id(d)
         if parent is not None and parent not in by_id:
             missing.setdefault(parent, 0)
         if parent is not None:
             edges.append((parent, rid, "parent"))
     for rid, d in by_id.items():
         bad = isinstance(d.get("outcome"), dict) and d["outcome"].get("status") not in ("ok", None)
-        sub = " ".join(x for x in (str(get(d, "lineage.group", "") or ""), index.outcome_text(d)) if x and x != "-")
+        sub = " ".join(x for x in (str(get(d, "lineage.group", "") or ""), summary.outcome_text(d)) if x and x != "-")
         nodes.append({"id": rid, "depth": depth_of(rid), "sub": sub, "bad": bad,
                       "title": "%s %s" % (rid, sub)})
     nodes += [{"id": m, "depth": 0, "sub": "missing", "missing": True} for m in sorted(missing)]
@@ -247,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
             text = diff_page(picked, docs)
             default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
         else:
-            entries = index.scan(roots, FIELDS)
+            entries = scan.scan(roots, FIELDS)
             for e in entries:
                 if e.error is not None:
                     say("relaxrepro report: warning: unreadable: %s: %s", e.path, e.error)

@@ -19,8 +19,8 @@ import re
 
 from ..._version import __version__
 from ...manifest.fields import MISSING, get, python_version, section, untracked_files
-from ...manifest.index import gpu_cell, outcome_text, short
-from ...manifest.index import trackers as index_trackers
+from ...manifest.summary import gpu_cell, outcome_text, short
+from ...manifest.summary import trackers as summary_trackers
 from ...std.sha import sha256
 from ...std.text import safe_text, shell_quote
 
@@ -293,7 +293,7 @@ def _val(doc: Any, *paths: str) -> Any:
 def trackers(doc: Any) -> str:
     """``lineage.trackers`` as links where the tool has a web page (W&B; MLflow with an http server)."""
     out = []
-    for t in index_trackers(doc):
+    for t in summary_trackers(doc):
         tool, run = t.get("tool"), t.get("run")
         if tool == "wandb" and isinstance(run, str) and re.match(r"^[\w.-]+/[\w.-]+/[\w.-]+$", run):
             entity, project, rid = run.split("/")

@@ -1,0 +1,83 @@
+"""A run tree's signatures, as the run index compares them: each directory's manifests with the packed
+size, mtime_ns and inode of each (its signature), and one digest of all of them in walk order."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from ..std.sha import sha256
+from .scan import walk_dirs
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+    Walked = List[Tuple[str, List[str], List[Optional[bytes]]]]
+
+KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
+
+
+def walk(root: str, linked: Set[str]) -> Walked:
+    """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
+    packed keys (None: the file vanished or cannot be stat'ed)."""
+    prefix = os.path.join(root, "")
+    return [(d[len(prefix):] if d != root else "", names, keys)
+            for d, names, keys in walk_dirs(root, linked, key=KEY.pack) if names]
+
+
+def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
+    """One directory's stored manifests: their names, then each one's packed size, mtime_ns, inode."""
+    return "\0".join(names).encode("utf-8", "surrogateescape") + b"\0\0" + b"".join(keys)
+
+
+def unsign(sig: Optional[bytes]) -> Dict[str, bytes]:
+    """The packed key of each manifest a :func:`signature` names, by name."""
+    if not sig:
+        return {}
+    cut = sig.index(b"\0\0") if sig[:2] != b"\0\0" else 0
+    names = sig[:cut].decode("utf-8", "surrogateescape").split("\0") if cut else []
+    keys = sig[cut + 2:]
+    size = KEY.size
+    return {n: keys[i * size:(i + 1) * size] for i, n in enumerate(names)}
+
+
+def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
+    """The digest of a tree's directory signatures, in walk order."""
+    h = sha256()
+    for rel, sig in sigs:
+        name = rel.encode("utf-8", "surrogateescape")
+        h.update(b"%d:%d:" % (len(name), len(sig)))
+        h.update(name)
+        h.update(sig)
+    return h.digest()
+
+
+def stored_signatures(walked: Walked, uncached: Set[str], base: Optional[List[Tuple[str, bytes]]] = None
+                      ) -> List[Tuple[str, bytes]]:
+    """The directory signatures a database that holds this walk has (files in ``uncached`` left out);
+    ``base``: those with nothing left out, to take the directories without such files from."""
+    out = []
+    odd = {p[:max(p.rfind(os.sep), 0)] for p in uncached}
+    if base is not None:
+        if not odd:
+            return base
+        keep = dict(base)
+    for rel, names, keys in walked:
+        if base is not None and rel not in odd:
+            if rel in keep:
+                out.append((rel, keep[rel]))
+            continue
+        if rel in odd:
+            pairs = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
+            names, keys = [n for n, _ in pairs], [k for _, k in pairs]  # type: ignore[misc]
+        elif None in keys:
+            names, keys = [n for n, k in zip(names, keys) if k is not None], [k for k in keys if k is not None]
+        if names:
+            out.append((rel, signature(names, keys)))  # type: ignore[arg-type]
+    return out
+
+
+def join(rel: str, name: str) -> str:
+    """The path of ``name`` relative to the root, in the directory ``rel`` (the root itself: "")."""
+    return rel + os.sep + name if rel else name
