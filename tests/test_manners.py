@@ -296,6 +296,7 @@ def test_function_level_imports_without_a_reason_are_reported_and_counted(tmp_pa
             from .collect import probes
             import json  # the report alone needs it
             from .std import text  # not at the top
+
             import zlib
             from relaxrepro import api
         """})
@@ -303,6 +304,6 @@ def test_function_level_imports_without_a_reason_are_reported_and_counted(tmp_pa
     assert own == 5
     assert missing == [
         "relaxrepro/cli.py:8: from .std import text  # not at the top",
-        "relaxrepro/cli.py:9: import zlib",
-        "relaxrepro/cli.py:10: from relaxrepro import api",
+        "relaxrepro/cli.py:10: import zlib",
+        "relaxrepro/cli.py:11: from relaxrepro import api",
     ]

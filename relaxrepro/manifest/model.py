@@ -10,6 +10,8 @@ import os
 import re
 import time
 
+from .trace import MAX_STEPS_ENV, Trace, max_steps
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import datetime
@@ -164,8 +166,6 @@ class Manifest(dict):
         ends cleanly: ``SystemExit(0)``, which ``recorded`` writes as outcome ok with the trace."""
         tracer = self.tracer
         if tracer is None:
-            from .trace import Trace, max_steps  # lazy: ~0.4 ms, for the trainer API alone (not generate, check, diff)
-
             tracer = self.tracer = Trace(stop=max_steps(os.environ))
         if tracer.add(step, loss, scalars):
             stop_run(step)
@@ -181,8 +181,6 @@ class Manifest(dict):
 
 def should_stop(step: Any) -> bool:
     """True when ``$RELAXREPRO_MAX_STEPS=N`` is set and ``step >= N``."""
-    from .trace import max_steps  # lazy: ~0.4 ms, for the trainer API alone (not generate, check, diff)
-
     limit = max_steps(os.environ)
     try:
         return limit is not None and step >= limit
@@ -194,8 +192,6 @@ def stop_run(step: Any) -> None:
     """End the run cleanly after ``step`` under ``$RELAXREPRO_MAX_STEPS``: ``SystemExit(0)``, so ``recorded``
     writes outcome ok, the trace and results, as at any clean exit."""
     import logging  # lazy: ~4 ms, once, when a quick replay stops the run
-
-    from .trace import MAX_STEPS_ENV  # lazy: ~0.4 ms, as above
 
     logging.getLogger("relaxrepro").warning("relaxrepro: stopping after step %s (%s=%s)",
                                             step, MAX_STEPS_ENV, os.environ.get(MAX_STEPS_ENV))

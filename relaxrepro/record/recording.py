@@ -10,7 +10,13 @@ import os
 import re
 import sys
 
+from ..collect import assemble, node
+from ..collect.context import Context, default_policy
+from ..manifest import writer
 from ..manifest.model import RUN_ID_ENV, valid_run_id
+from ..manifest.nodes import fragment_filename
+from ..manifest.reader import ManifestError, parse_json
+from ..std import proc
 from ..std.files import read_regular
 from ..std.records import Factory, Record
 from ..std.text import safe_json, safe_text, say
@@ -85,12 +91,6 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
         say("relaxrepro %s: error: %s", verb, problem)
         return Recorded(refused=True)
 
-    # lazy, these three: ~50 ms (the probes, the context, the one door to the OS); a rank that writes nothing
-    # skips them
-    from ..collect import assemble
-    from ..collect.context import Context
-    from ..std import proc
-
     redactor = make_redactor(options, env, verb)
     if redactor is None:
         return Recorded(refused=True)
@@ -132,6 +132,36 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
     return Recorded(doc, result.path, problems)
 
 
+
+def record_fragment(options: RunOptions, env: Dict[str, str], command: List[str]) -> Recorded:
+    """``generate --node-report``: collect and write this node's fragment ``node_<name>.json`` (every node
+    reports, whatever its rank). Refused (said on stderr) without a safe run id shared with rank 0's manifest."""
+    run_id = options.run_id or node.run_id_from_env(env)
+    if not valid_run_id(run_id):
+        sys.stderr.write("relaxrepro generate: error: --node-report needs a run id shared with rank 0's manifest: "
+                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
+                                                                                else ""))
+        return Recorded(refused=True)
+    redactor = make_redactor(options, env, "generate")
+    if redactor is None:
+        return Recorded(refused=True)
+    values = {"run_id": run_id, "source": "cli"}
+    if options.python:
+        values["python"] = options.python  # the training interpreter whose packages this node has
+    ctx = Context(env=env, argv=command, argv_source="cli" if command else "none", options=values,
+                  redactor=redactor)
+    with proc.ending_all_on_termination():
+        frag = node.collect_fragment(ctx)  # redacted once, with this policy (its redacted_by)
+    for line in [] if options.quiet else assemble.probe_warnings(frag):
+        say("relaxrepro: warning: probe %s", line)  # a node missing its packages says so, as rank 0 does
+    path = options.output or os.path.join(session.output_directory(options.output_dir, env), fragment_filename(frag))
+    result = session.write(frag, path=path, env=env, redactor=redactor)  # so not redacted again
+    for w in result.warnings:
+        say("relaxrepro: warning: %s", w)
+    if options.print_doc:
+        print_doc(frag)
+    return Recorded(frag, result.path)
+
 _REPO_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -152,8 +182,6 @@ def parse_repos(items: Sequence[str]) -> Tuple[Dict[str, str], Optional[str]]:
 
 def make_redactor(options: RunOptions, env: Dict[str, str], verb: str) -> Any:
     """The run's one redaction policy from ``--redact-pattern`` and ``--keep-paths``; None (said why) if bad."""
-    from ..collect.context import default_policy  # lazy: ~25 ms (redaction rules), skipped off rank 0
-
     try:
         return default_policy(env, extra_patterns=options.redact_pattern, keep_paths=options.keep_paths)
     except ValueError as exc:
@@ -164,15 +192,11 @@ def make_redactor(options: RunOptions, env: Dict[str, str], verb: str) -> Any:
 def print_doc(doc: Dict[str, Any]) -> None:
     """``--print``: the document as written, with the C1 controls and bidi characters that JSON leaves raw
     in strings escaped (``\\u009b``), since a terminal may be reading."""
-    from ..manifest import writer  # lazy: ~10 ms, only for --print (session.write imports it when it writes)
-
     sys.stdout.write(safe_json(writer.serialize(doc).decode("utf-8")))
 
 
 def _load_args_json(path: str) -> object:
     """The parsed JSON object, or a one-line reason (str) why it cannot be used."""
-    from ..manifest.reader import ManifestError, parse_json  # lazy: ~10 ms, only for --args-json
-
     try:
         raw = read_regular(path, ARGS_JSON_LIMIT_BYTES + 1)  # a FIFO or /dev/zero: refused, not read
     except OSError as exc:
