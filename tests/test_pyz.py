@@ -150,15 +150,28 @@ def test_stripped_sources_keep_every_line_and_compile():
         assert "#" not in out.split("\n")[-2:][0] or "'" in out or '"' in out
     sample = 'def f():\n    """Doc\n    more."""\n    return 1  # why\n'
     assert build.strip_source(sample) == 'def f():\n\t"""\n"""\n\treturn 1\n'
-    # What never runs goes too, lines kept: TYPE_CHECKING blocks and annotations (PEP 563 keeps them unevaluated),
-    # except in a class body, where they declare a Record's fields.
+    # What never runs goes too, lines kept: TYPE_CHECKING blocks and annotations (PEP 563 keeps them unevaluated).
+    # In a class body an annotation declares a Record's field: the name stays, the type becomes 0 (ClassVar stays);
+    # with no annotation left to defer, the __future__ import goes.
     typed = "\n".join([
-        "TYPE_CHECKING = False", "if TYPE_CHECKING:", "    from typing import List", "", "",
+        "from __future__ import annotations", "TYPE_CHECKING = False", "if TYPE_CHECKING:",
+        "    from typing import List", "",
         "class C:", "    names: List[str]", "    size: int = 0", "",
         "    def f(self, x: int,", '          y: "List[str]" = ()', "          ) -> List[str]:",
         '        text: str = "a:  b -> c"', "        count: int", "        return [text]", ""])
     assert build.strip_source(typed) == "\n".join([
         "", "", "", "", "",
-        "class C:", "\tnames: List[str]", "\tsize: int = 0", "",
+        "class C:", "\tnames: 0", "\tsize: 0 = 0", "",
         "\tdef f(self, x,", "\t\t  y = ()", "\t\t  ):",
         '\t\ttext = "a:  b -> c"', "\t\tpass", "\t\treturn [text]", ""])
+
+
+def test_a_class_var_keeps_its_annotation_and_the_future_import_it_needs():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_pyz", ROOT / "tools" / "build_pyz.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    src = "from __future__ import annotations\nclass C:\n    kind: ClassVar[str] = 'c'\n    n: int\n"
+    assert build.strip_source(src) == ("from __future__ import annotations\n"
+                                       "class C:\n\tkind: ClassVar[str] = 'c'\n\tn: 0\n")

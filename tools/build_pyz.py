@@ -120,9 +120,10 @@ def strip_source(src):
 def _drop_annotations(src):
     """Type annotations out (``def f(x: int) -> str`` becomes ``def f(x)``; ``x: T = v`` becomes ``x = v``; a
     bare ``x: T`` becomes ``pass``), lines kept. Every module has ``from __future__ import annotations``, so
-    they never run. A class body keeps its annotations: they declare a ``Record``'s fields (``std/records.py``
-    reads the class's ``__annotations__``). The result must parse to the same tree as the source with those
-    annotations removed, or the source is kept as it was."""
+    they never run. In a class body ``x: T`` becomes ``x: 0``: the name declares a ``Record``'s field
+    (``std/records.py`` reads the class's ``__annotations__``), the type is for readers; ``ClassVar`` stays.
+    With no other annotation left, the ``__future__`` import goes too. The result must parse to the same tree
+    as the source so stripped, or the source is kept as it was."""
     import ast
 
     tree = ast.parse(src)
@@ -156,7 +157,12 @@ def _drop_annotations(src):
                 while src[start - 1] in " \t":
                     start -= 1
                 edits.append((start, end, blank(start, end)))
-        elif isinstance(node, ast.AnnAssign) and ast.dump(node) not in fields:
+        elif isinstance(node, ast.AnnAssign) and ast.dump(node) in fields:
+            if not _class_var(node):
+                start = at(node.annotation.lineno, node.annotation.col_offset)
+                end = at(node.annotation.end_lineno, node.annotation.end_col_offset)
+                edits.append((start, end, "0" + blank(start, end)))
+        elif isinstance(node, ast.AnnAssign):
             if node.value is None:
                 start, end = at(node.lineno, node.col_offset), at(node.end_lineno, node.end_col_offset)
                 edits.append((start, end, "pass" + blank(start, end)))
@@ -182,6 +188,8 @@ def _drop_annotations(src):
 
         def visit_AnnAssign(self, node):
             if ast.dump(node) in fields:
+                if not _class_var(node):
+                    node.annotation = ast.Constant(0)
                 return node
             if node.value is None:
                 return ast.Pass()
@@ -189,7 +197,39 @@ def _drop_annotations(src):
 
     want = ast.dump(Strip().visit(ast.parse(src)))
     got = ast.dump(ast.parse(out))
-    return out if got == want else src
+    if got != want:
+        return src
+    return _drop_future_annotations(out)
+
+
+def _class_var(node):
+    """``x: ClassVar[...]``: a class attribute, not a record's field; its annotation is kept."""
+    import ast
+
+    ann = node.annotation
+    ann = ann.value if isinstance(ann, ast.Subscript) else ann
+    return (isinstance(ann, ast.Name) and ann.id == "ClassVar") or (isinstance(ann, ast.Attribute)
+                                                                    and ann.attr == "ClassVar")
+
+
+def _drop_future_annotations(src):
+    """``from __future__ import annotations`` becomes a blank line where every annotation left is the
+    constant ``0`` (nothing would be evaluated that it defers)."""
+    import ast
+
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        ann = getattr(node, "annotation", None) if isinstance(node, (ast.AnnAssign, ast.arg)) else None
+        if ann is not None and not (isinstance(ann, ast.Constant) and ann.value == 0):
+            return src
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            return src
+    lines = src.split("\n")
+    for node in tree.body:
+        if (isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                and [a.name for a in node.names] == ["annotations"] and node.lineno == node.end_lineno):
+            lines[node.lineno - 1] = ""
+    return "\n".join(lines)
 
 
 def _drop_type_checking(src):
