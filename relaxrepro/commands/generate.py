@@ -27,7 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
     options = recording.RunOptions.of(args)
     if args.node_report:
-        return node_report(recording.record_fragment(options, env, command), args.strict)
+        from ..record import fragment  # lazy: ~8 ms (the node fragment and its merge rules), only for --node-report
+
+        return node_report(fragment.record_fragment(options, env, command), args.strict)
     recorded = recording.record_run(options, command, env, "generate")
     if recorded.refused:
         return Exit.USAGE
