@@ -11,6 +11,8 @@ import os
 import re
 from collections.abc import Mapping
 
+from ...std.lazy_re import LazyPattern
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -199,7 +201,7 @@ def runtime_from_ray_nodes(
     return out
 
 
-_USAGE_RE = re.compile(r"^\s*(\S+)/(\S+)\s+(\S+)\s*$")
+_USAGE_RE = LazyPattern(r"^\s*(\S+)/(\S+)\s+(\S+)\s*$")  # only for a live cluster's `ray status`
 
 
 def _usage_line(line: str) -> Optional[Tuple[str, Any]]:

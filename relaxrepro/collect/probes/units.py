@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 
+from ...std.lazy_re import LazyPattern
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Optional
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.I)
+_SIZE_RE = LazyPattern(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*$", re.I)  # only where a tool printed a size
 _TO_MIB = {"B": 1.0 / (1 << 20), "KB": 1.0 / 1024, "MB": 1.0, "GB": 1024.0, "TB": float(1 << 20)}
 
 
