@@ -28,16 +28,16 @@ from __future__ import annotations
 from .document import own_policy, redact_document
 from .names import name_kind
 from .placeholders import (
-                           HOME,
-                           INTERNAL_ADDRESS,
-                           INTERNAL_HOST,
-                           MASK,
-                           PRIVATE_KEY,
-                           REDACTED,
-                           RULES,
-                           USER,
-                           mask,
-                           name_mask,
+    HOME,
+    INTERNAL_ADDRESS,
+    INTERNAL_HOST,
+    MASK,
+    PRIVATE_KEY,
+    REDACTED,
+    RULES,
+    USER,
+    mask,
+    name_mask,
 )
 from .redactor import Redactor, compile_patterns
 from .urls import strip_credentials
