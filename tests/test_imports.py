@@ -236,3 +236,15 @@ def test_a_trainer_without_trackers_imports_none_of_them(tmp_path):
     assert "relaxrepro.record.trackers" in mods  # it really looked
     assert sorted(m for m in mods if m.split(".")[0] in ("wandb", "mlflow", "tensorboard", "tensorboardX", "torch")
                   ) == []
+
+
+def test_importing_the_api_loads_neither_the_collection_nor_the_writer():
+    # A trainer that only imports relaxrepro (or only traces) pays for the small modules alone; the collection,
+    # the redaction rules and the writer come with the first collect_manifest or write.
+    code = "import json, sys; import relaxrepro.api; print(json.dumps(sorted(sys.modules)))"
+    res = subprocess.run([sys.executable, "-S", "-c", code], env=clean_env(), capture_output=True, text=True,
+                         check=True)
+    ours = [m for m in json.loads(res.stdout) if m.startswith("relaxrepro.")]
+    assert [m for m in ours if m.startswith(("relaxrepro.collect", "relaxrepro.manifest.redact",
+                                             "relaxrepro.manifest.writer", "relaxrepro.manifest.reader"))] == []
+    assert "relaxrepro.record.session" in ours  # it really imported the API

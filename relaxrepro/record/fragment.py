@@ -13,7 +13,7 @@ from ..manifest.nodes import fragment_filename
 from ..std import proc
 from ..std.text import say
 from . import session
-from .recording import Recorded, RunOptions, make_redactor, print_doc
+from .recording import Recorded, RunOptions, make_redactor, write_said
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -42,9 +42,4 @@ def record_fragment(options: RunOptions, env: Dict[str, str], command: List[str]
     for line in [] if options.quiet else assemble.probe_warnings(frag):
         say("relaxrepro: warning: probe %s", line)  # a node missing its packages says so, as rank 0 does
     path = options.output or os.path.join(session.output_directory(options.output_dir, env), fragment_filename(frag))
-    result = session.write(frag, path=path, env=env, redactor=redactor)  # so not redacted again
-    for w in result.warnings:
-        say("relaxrepro: warning: %s", w)
-    if options.print_doc:
-        print_doc(frag)
-    return Recorded(frag, result.path)
+    return Recorded(frag, write_said(frag, options, env, redactor, path=path).path)

@@ -118,11 +118,7 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
     if unfound:
         say("relaxrepro: warning: %s", unfound)
     # assemble.build redacted it with this very policy (its redacted_by): the writer does not again.
-    result = session.write(doc, path=options.output, directory=directory, env=env, redactor=redactor)
-    for w in result.warnings:
-        say("relaxrepro: warning: %s", w)
-    if options.print_doc:
-        print_doc(doc)
+    result = write_said(doc, options, env, redactor, path=options.output, directory=directory)
     if options.strict and result.path is not None and run_id is not None and result.run_id != run_id:
         # Node fragments carry the run id given: under another one, merge cannot match them.
         say("relaxrepro %s: error: run id %s is taken (--strict)%s", verb, run_id,
@@ -157,6 +153,18 @@ def make_redactor(options: RunOptions, env: Dict[str, str], verb: str) -> Any:
     except ValueError as exc:
         say("relaxrepro %s: error: %s", verb, exc)
         return None
+
+
+def write_said(doc: Dict[str, Any], options: RunOptions, env: Dict[str, str], redactor: Any, *,
+               path: Optional[str] = None, directory: Optional[str] = None) -> Any:
+    """Write ``doc`` (already redacted with ``redactor``, so not again), say the writer's warnings, print the
+    document for ``--print``; the :class:`~relaxrepro.manifest.writer.WriteResult`."""
+    result = session.write(doc, path=path, directory=directory, env=env, redactor=redactor)
+    for w in result.warnings:
+        say("relaxrepro: warning: %s", w)
+    if options.print_doc:
+        print_doc(doc)
+    return result
 
 
 def print_doc(doc: Dict[str, Any]) -> None:

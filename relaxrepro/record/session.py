@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 
-from ..collect.context import policy_of
-from ..manifest import writer
 from ..manifest.model import output_dir
 
 TYPE_CHECKING = False
@@ -67,6 +65,10 @@ def write(doc: Dict[str, Any], *, directory: Optional[str] = None, path: Optiona
     existing file takes a fresh one, and ``doc`` then says so too."""
     if path is not None:  # --output runs/42/manifest.json: its folder is made as --output-dir's is
         _make_dirs(os.path.dirname(os.path.abspath(path)))
+    # lazy, these two: ~20 ms (the writer, the redaction rules); `import relaxrepro` stays cheap for a trainer
+    from ..collect.context import policy_of
+    from ..manifest import writer
+
     default = policy_of(doc, env) if redactor is None else None  # the policy doc was collected with, else env's
     result = writer.write(doc, directory=directory, path=path, redactor=redactor, default=default)
     if result.path is not None and path is None and result.run_id and result.run_id != doc.get("run_id"):

@@ -6,8 +6,6 @@ the credentials out of a URL a probe or a tracker records (a git remote, a packa
 
 from __future__ import annotations
 
-import re
-
 from ...std.lazy_re import LazyPattern
 
 URL_CRED_RE = LazyPattern(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://)[^\s/@:\"'<>]*:[^\s/@\"'<>]+@")
@@ -17,8 +15,8 @@ AUTH_RE = LazyPattern(
     r"(?:(basic|bearer|token|digest|negotiate)[ \t]+)?([^\s\"',;]+)")
 BEARER_RE = LazyPattern(r"(?<![\w-])(Bearer|bearer|BEARER)([ \t]+)([^\s\"',;)}\]<>]{8,})")
 
-_USERINFO_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@]*@")
-_SECRET_PARAM_RE = re.compile(r"(?i)token|sig|secret|key|pass|auth|cred")
+_USERINFO_RE = LazyPattern(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s@]*@")
+_SECRET_PARAM_RE = LazyPattern(r"(?i)token|sig|secret|key|pass|auth|cred")
 _WEB_SCHEMES = ("http", "https", "ftp", "ftps")
 
 USERS = ("secret", "not-git", "any")
