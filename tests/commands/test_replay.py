@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.helpers.common import clean_env, make_repo, run_cli
+from tests.helpers.common import clean_env, git, make_repo, run_cli
 from tests.helpers.read import base_manifest, write_json
 from tests.helpers.recording import load, manifests
 
@@ -339,3 +339,49 @@ def test_no_replay_warning_names_the_home_placeholder(tmp_path, how):
     res = run_cli("rerun", str(original), "--confirm", *how, cwd=project, env=env, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "<HOME>" not in res.stderr, res.stderr
+
+
+# -- a workspace of its own --------------------------------------------------------------------------
+
+def test_a_workspace_replays_the_recorded_tree_wherever_the_checkout_is_and_leaves_it_alone(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    # the checkout moves on: another commit that trains differently, and an untracked change
+    (project / "train.py").write_text(TRAINER.replace("loss *= 0.9", "loss *= 0.8"))
+    git(project, "commit", "-qam", "faster decay")
+    (project / "scratch.py").write_text("print('mine')\n")
+    head_before, status_before = git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")
+    res = _rerun(original, project, "--quick", "5", "--workspace")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "reproduced (bit-exact, first 5 trace steps)" in res.stdout
+    workspace = project / "runs/a.replay-1.workspace"
+    assert "relaxrepro rerun: workspace %s: proj" % workspace in res.stderr
+    assert "relaxrepro rerun: cwd: %s -> %s" % (project, workspace / "proj") in res.stderr
+    assert "relaxrepro rerun: workspace %s removed (reproduced; --keep keeps it)" % workspace in res.stderr
+    assert not workspace.exists()
+    assert (git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")) == (head_before,
+                                                                                           status_before)
+    assert (project / "scratch.py").read_text() == "print('mine')\n"
+    # from the checkout as it is now, the same replay diverges: the workspace is what reproduced
+    res = _rerun(original, project, "--quick", "5", "--set", "cwd=%s" % project)
+    assert res.returncode == 2 and "check found differences" in res.stderr, res.stderr
+
+
+def test_a_kept_or_diverged_workspace_stays_and_is_named(tmp_path):
+    original, project = _record(tmp_path)  # unseeded: every replay diverges
+    into = tmp_path / "ws"
+    res = _rerun(original, project, "--quick", "3", "--workspace", str(into))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "relaxrepro rerun: workspace kept: %s" % into in res.stderr
+    assert (into / "proj/train.py").read_text() == TRAINER
+    res = _rerun(original, project, "--quick", "3", "--workspace", str(into))
+    assert res.returncode == 2
+    assert "relaxrepro rerun: refused: --workspace %s exists: a workspace is a new directory" % into in res.stderr
+
+
+def test_a_workspace_that_cannot_be_restored_is_refused_before_anything_runs(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    res = _rerun(original, project, "--quick", "3", "--workspace", "--from", "proj=%s" % (tmp_path / "nowhere"))
+    assert res.returncode == 2
+    assert ("relaxrepro rerun: refused: --workspace: repo proj: no local repository at %s; give --from proj=PATH"
+            % (tmp_path / "nowhere")) in res.stderr
+    assert not (project / "runs/a.replay-1.workspace").exists() and not (project / "runs/a.replay-1").exists()
