@@ -385,3 +385,30 @@ def test_a_workspace_that_cannot_be_restored_is_refused_before_anything_runs(tmp
     assert ("relaxrepro rerun: refused: --workspace: repo proj: no local repository at %s; give --from proj=PATH"
             % (tmp_path / "nowhere")) in res.stderr
     assert not (project / "runs/a.replay-1.workspace").exists() and not (project / "runs/a.replay-1").exists()
+
+
+# -- replays apart in compare --group and the report ------------------------------------------------
+
+def test_replays_are_listed_apart_and_kept_out_of_the_groups_own_rate(tmp_path):
+    project = tmp_path / "proj"
+    make_repo(project, {"train.py": TRAINER})
+    for run_dir, seeded in (("runs/a", ["--seeded"]), ("runs/b", ["--seeded"]), ("runs/c", [])):
+        res = run_cli("run", "--output-dir", run_dir, "--group", "det", "--", sys.executable, "train.py", *seeded,
+                      cwd=project)
+        assert res.returncode == 0, res.stderr
+    original = manifests(project / "runs/a")[0]
+    for how in (["--quick", "5"], ["--full"], ["--quick", "3"]):
+        assert _rerun(original, project, *how).returncode == 0
+    res = run_cli("compare", "--group", "det", "runs", cwd=project)
+    assert res.returncode == 0, res.stderr
+    tail = res.stdout.split("\n\n")[-1].splitlines()
+    assert tail[-4:] == [
+        "reproducibility (replays apart):",
+        "  outputs match the most common (weight-hash match rate): 2 of 3 runs (67%)",
+        "  traces bit-identical to the most common: 2 of 3 runs (67%)",
+        "replays: 3, reproduced 3",
+    ], res.stdout
+    assert res.stdout.count("[replay of %s: reproduced]" % load(original)["run_id"]) == 3
+    res = run_cli("report", "runs", "-o", str(tmp_path / "r.html"), cwd=project)
+    assert res.returncode == 0, res.stderr
+    assert "<p>replays: 3, reproduced 3</p>" in (tmp_path / "r.html").read_text()
