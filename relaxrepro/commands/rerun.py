@@ -464,6 +464,8 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
     done = replay.execute(rec, argv, run_env, run_cwd, how.quick, target, changes, opts, moved=moved, flag=flag,
                           recorded=replay.as_typed(get(rec, "command.argv", None), list(p.argv), p.interpreter))
     if done is None:
+        if made:
+            workspace.remove(made)
         return Exit.REFUSED
     touched = [t for t in guard.changes(before, rec, path, moved, run_dir, env=env)
                if t != os.path.abspath(done.path)]
