@@ -440,9 +440,9 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
         cwd = p.cwd or os.getcwd()
         trees: Dict[str, str] = {}
         if how.workspace is not None:
-            made = os.path.abspath(how.workspace or workspace.default_dir(target))
-            trees = _restore(rec, path, made, p, cwd, how, env)
-            p.cwd = cwd
+            into = os.path.abspath(how.workspace or workspace.default_dir(target))
+            trees = _restore(rec, path, into, p, cwd, how, env)
+            made, p.cwd = into, cwd  # ours from here on: removed when refused
         run_cwd = workspace.inside(cwd, trees) or cwd if trees else cwd
         try:
             moved, changes = replay.place(rec, p, path, target, run_cwd, in_place=how.in_place)

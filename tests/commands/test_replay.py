@@ -376,6 +376,7 @@ def test_a_kept_or_diverged_workspace_stays_and_is_named(tmp_path):
     res = _rerun(original, project, "--quick", "3", "--workspace", str(into))
     assert res.returncode == 2
     assert "relaxrepro rerun: refused: --workspace %s exists: a workspace is a new directory" % into in res.stderr
+    assert (into / "proj/train.py").read_text() == TRAINER  # refused, and the kept one left as it was
 
 
 def test_a_workspace_that_cannot_be_restored_is_refused_before_anything_runs(tmp_path):
