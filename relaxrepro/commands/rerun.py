@@ -467,8 +467,11 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
         if made:
             workspace.remove(made)
         return Exit.REFUSED
+    ours = [made] if made else []
+    if not how.in_place:
+        ours.append(target)  # an --output-dir may lie inside the original's directory
     touched = [t for t in guard.changes(before, rec, path, moved, run_dir, env=env)
-               if t != os.path.abspath(done.path)]
+               if t != os.path.abspath(done.path) and not any(t.startswith(d.rstrip(os.sep) + os.sep) for d in ours)]
     verdict = None
     if how.quick or how.full or replay.has_results(rec):
         old = replay.comparable(rec, cwd, p.home, target, moved)

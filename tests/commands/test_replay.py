@@ -283,6 +283,13 @@ def test_a_replay_that_writes_over_the_original_says_so_and_fails(tmp_path):
     assert "no longer matches its manifest" in res.stderr
 
 
+def test_an_output_directory_inside_the_originals_is_the_replays_own(tmp_path):
+    original, project = _record(tmp_path, "--seeded")
+    res = _rerun(original, project, "--full", "--output-dir", "runs/a/again")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "ERROR" not in res.stderr and (project / "runs/a/again/model.bin").exists()
+
+
 # -- a replay records itself the way the run was recorded ------------------------------------------
 
 def test_full_replay_of_a_run_recorded_with_outputs_metrics_and_group_compares_them_all(tmp_path):
