@@ -311,10 +311,12 @@ def _add_verify(sub: "argparse._SubParsersAction") -> None:
 def _add_rerun(sub: "argparse._SubParsersAction") -> None:
     rer = sub.add_parser("rerun", help="replay a recorded run: review a script, or run it after check",
                          description="--dry-run prints a POSIX sh script to review; --confirm runs check, "
-                         "then the recorded command with the recorded env and interpreter, and exits with "
-                         "its status (2 when refused). With --quick N or --full the replay records its own "
-                         "manifest in a new directory and exits with the verdict of verify: 0 reproduced, "
-                         "1 diverged, 2 refused or nothing to verify.")
+                         "then the recorded command with the recorded env and interpreter in a new directory "
+                         "of its own (arguments naming the original's are pointed there; --in-place writes into "
+                         "it), records it the way the run was recorded, and exits with its status, then the "
+                         "verdict of verify when the run recorded results (2 when refused; 1 when the replay "
+                         "changed the original's files). With --quick N or --full it exits with the verdict: "
+                         "0 reproduced, 1 diverged, 2 refused or nothing to verify.")
     rer.add_argument("manifest", metavar="MANIFEST")
     how = rer.add_mutually_exclusive_group(required=True)
     how.add_argument("--dry-run", action="store_true", help="print the replay script, run nothing")
@@ -331,6 +333,16 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                         help="with --confirm: run it all, then verify outputs, metrics and trace")
     rer.add_argument("--output-dir", metavar="DIR", help="the replay's new or empty directory (default: beside the "
                      "original's, runs/a -> runs/a.replay-1)")
+    rer.add_argument("--in-place", action="store_true", help="with --confirm: write into the original's own "
+                     "directory, as recorded (its files may be written over)")
+    rer.add_argument("--workspace", nargs="?", const="", metavar="DIR", help="with --confirm: restore every "
+                     "recorded repo's exact tree into DIR (default: beside the replay's directory) and run there; "
+                     "removed once reproduced unless --keep")
+    rer.add_argument("--keep", action="store_true", help="keep the --workspace after a reproduced replay")
+    rer.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
+                     help="with --workspace: clone recorded repo NAME from PATH (repeatable)")
+    rer.add_argument("--redact-pattern", action="append", default=[], metavar="REGEX",
+                     help="the run's own --redact-pattern values, which its manifest does not keep (repeatable)")
     rer.add_argument("--rtol", type=_tolerance, default=0.0, metavar="R", help="relative tolerance (default 0: exact)")
     rer.add_argument("--atol", type=_tolerance, default=0.0, metavar="A", help="absolute tolerance (default 0: exact)")
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 from ..manifest import runindex, summary
 from ..manifest.fields import patch_incomplete
 from ..manifest.flat import ARG_DEPTH, flatten
 from ..manifest.reader import ManifestError, load_manifest
+from .verify import DIVERGED, REPRODUCED, verify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -50,9 +52,12 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
 
 def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
                   warnings: Optional[List[str]] = None) -> Dict[str, Any]:
-    """``{group, runs: [{run_id, path, generated_at, note}], varying: {key: [value per run]}, compared,
-    unreadable: [...], copies: [paths of identical copies of a run's manifest, counted once]}``; runs ordered
-    by time. ``warnings``: where to add what the run index says."""
+    """``{group, runs: [{run_id, path, generated_at, note, replay_of}], varying: {key: [value per run]}, compared,
+    unreadable: [...], copies: [paths of identical copies of a run's manifest, counted once], metrics,
+    reproducibility, replays}``; runs ordered by time. ``warnings``: where to add what the run index says.
+
+    A replay (``lineage.replay_of``, ``rerun --confirm``) is listed with the group's runs but kept out of its
+    metrics and reproducibility: it is judged against its own original instead (:func:`replays`)."""
     src = runindex.open_roots(roots, use_index=use_index)
     try:
         if warnings is not None:
@@ -69,6 +74,7 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
     unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
     seen: Dict[Any, Dict[str, Any]] = {}
     copies: List[str] = []
+    docs: List[Dict[str, Any]] = []
     for e in members:
         try:
             doc = load_manifest(e.path)
@@ -81,10 +87,13 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
             copies.append(e.path)
             continue
         seen[doc.get("run_id")] = doc
+        replay_of = summary.lineage_of(doc).get("replay_of")
         runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
-                     "note": summary.lineage_of(doc).get("note")})
+                     "note": summary.lineage_of(doc).get("note"),
+                     "replay_of": replay_of if isinstance(replay_of, str) else None})
         flat.append(values(doc))
         results.append(doc.get("results") if isinstance(doc.get("results"), dict) else {})
+        docs.append(doc)
     keys = sorted(set().union(*flat)) if flat else []
     varying = {}
     for k in keys:
@@ -93,8 +102,69 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
         if any(v != column[0] for v in column[1:]) or (
                 len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
             varying[k] = column
+    own = [r for r, run in zip(results, runs) if not run["replay_of"]]
     return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable),
-            "metrics": metric_stats(results), "reproducibility": reproducibility(results), "copies": copies}
+            "metrics": metric_stats(own), "reproducibility": reproducibility(own), "copies": copies,
+            "replays": replays(runs, docs)}
+
+
+def replays(runs: Sequence[Dict[str, Any]], docs: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
+    """``{runs, reproduced, diverged, unverified}``: each replay verified against its original (bit-exact; a
+    ``--quick`` replay on the trace steps it ran), outputs matched by their place in each run's directory.
+    A replay whose original is not in the group, or that recorded nothing to compare, is unverified; each
+    run's entry in ``runs`` gets its ``verdict``."""
+    by_id = {str(doc.get("run_id")): (run, doc) for run, doc in zip(runs, docs)}
+    out = {"runs": 0, "reproduced": 0, "diverged": 0, "unverified": 0}
+    for run, doc in zip(runs, docs):
+        if not run["replay_of"]:
+            continue
+        out["runs"] += 1
+        original = by_id.get(run["replay_of"])
+        verdict = _judge(original[1], original[0]["path"], doc, run["path"]) if original else None
+        run["verdict"] = verdict
+        key = "unverified" if verdict is None else "reproduced" if verdict == REPRODUCED else "diverged"
+        out[key] += 1
+    return out
+
+
+def _judge(old: Dict[str, Any], old_path: str, new: Dict[str, Any], new_path: str) -> Optional[str]:
+    trace_old = ((old.get("results") or {}).get("trace") or {}) if isinstance(old.get("results"), dict) else {}
+    trace_new = ((new.get("results") or {}).get("trace") or {}) if isinstance(new.get("results"), dict) else {}
+    steps_old, steps_new = trace_old.get("steps"), trace_new.get("steps")
+    steps = None
+    if isinstance(steps_old, list) and isinstance(steps_new, list) and 0 < len(steps_new) < len(steps_old):
+        steps = len(steps_new)  # a --quick replay: stopped after its first steps
+    result = verify(_by_place(old, old_path), _by_place(new, new_path), steps=steps)
+    return None if result.get("verdict") not in (REPRODUCED, DIVERGED) else str(result["verdict"])
+
+
+def _by_place(doc: Dict[str, Any], path: str) -> Dict[str, Any]:
+    """``doc`` with its outputs keyed by where they lie in its own run directory (``runs/a/w.pt`` and
+    ``runs/a.replay-1/w.pt`` are both ``w.pt``), else by their file name."""
+    results = doc.get("results")
+    if not isinstance(results, dict) or not isinstance(results.get("outputs"), dict):
+        return doc
+    cwd = (doc.get("command") or {}).get("cwd") if isinstance(doc.get("command"), dict) else None
+    directory = os.path.dirname(os.path.abspath(path))
+    keyed = {}
+    for key, value in results["outputs"].items():
+        full = os.path.normpath(os.path.join(cwd, key)) if isinstance(cwd, str) and os.path.isabs(cwd) else key
+        rel = os.path.relpath(full, directory) if full.startswith(directory + os.sep) else os.path.basename(key)
+        keyed[rel] = value
+    return dict(doc, results=dict(results, outputs=keyed))
+
+
+def replays_line(result: Dict[str, Any]) -> Optional[str]:
+    """``replays: 3, reproduced 3`` (and how many diverged or could not be verified), or None without one."""
+    r = result.get("replays") or {}
+    if not r.get("runs"):
+        return None
+    text = "replays: %d, reproduced %d" % (r["runs"], r["reproduced"])
+    if r.get("diverged"):
+        text += ", diverged %d" % r["diverged"]
+    if r.get("unverified"):
+        text += ", %d not verified (original not in the group, or nothing to compare)" % r["unverified"]
+    return text
 
 
 def metric_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:

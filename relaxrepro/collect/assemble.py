@@ -47,6 +47,8 @@ def build(
         "deadline_s": round(ctx.deadline - ctx.started, 3),
         "tool": {"name": "relaxrepro", "version": __version__},
     })
+    if isinstance(ctx.options.get("recording"), dict):
+        collection["recording"] = dict(ctx.options["recording"])  # redacted below with the rest
     doc["collection"] = collection
     red = redactor or ctx.redactor
     m = Manifest(redact_document(doc, red))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..analyze.compare import compare_group
+from ..analyze.compare import compare_group, replays_line
 from ..manifest.flat import cell
 from ..std.table import format_table, rel_path
 from ..std.text import safe_format
@@ -25,6 +25,8 @@ def render(result: Dict[str, Any], *, cwd: str = ".") -> str:
                          result["compared"])]
     for i, r in enumerate(runs, 1):
         note = safe_format("  (%s)", r["note"]) if r.get("note") else ""
+        if r.get("replay_of"):
+            note += safe_format("  [replay of %s: %s]", r["replay_of"], r.get("verdict") or "not verified")
         lines.append(safe_format("  [%d] %s  %s", i, r["run_id"], rel_path(r["path"], cwd)) + note)
     for path in result.get("copies") or ():
         lines.append(safe_format("  (a copy, counted once: %s)", rel_path(path, cwd)))
@@ -59,8 +61,11 @@ def _render_results(result: Dict[str, Any]) -> str:
         if r.get("runs"):
             parts.append("  %s: %d of %d runs (%.0f%%)" % (label, r["matching"], r["runs"], 100 * r["rate"]))
     if parts:
-        lines.append("reproducibility:")
+        lines.append("reproducibility%s:" % (" (replays apart)" if (result.get("replays") or {}).get("runs") else ""))
         lines.extend(parts)
+    replays = replays_line(result)
+    if replays:
+        lines.append(replays)
     return "\n" + "\n".join(lines) + "\n" if lines else ""
 
 

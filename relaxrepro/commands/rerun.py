@@ -6,8 +6,11 @@ newlines stay literal arguments), and ``<HOME>`` as ``"${HOME}"``; a value holdi
 line-breaking character is written as a bash ``$'...'`` word instead, which shows it (``\\e``, ``\\n``),
 and the script is then for bash. ``--confirm`` resolves ``<HOME>`` to this machine's home, runs ``check``
 first, refuses on FAIL, on redacted values nobody supplied, on a missing command or interpreter, and on a
-command that names the manifest being replayed; then runs the command and exits with its status. It never
-installs anything and never touches git state: a recorded patch is pointed at, not applied.
+command that names the manifest being replayed; then runs the command in a directory of its own
+(:mod:`relaxrepro.record.replay`; ``--in-place``: the original's), records it the way the run was recorded,
+checks that the original's files are as they were (:mod:`relaxrepro.record.guard`) and verifies. It never
+installs anything and never touches the user's git state: a recorded patch is pointed at, or applied to a
+restored workspace of the replay's own (``--workspace``, :mod:`relaxrepro.record.workspace`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from ..analyze.check import FAIL, judge
 from ..collect.here import closest_interpreter, collect_here
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
-from ..record import replay
-from ..std import proc
+from ..record import guard, replay, workspace
+from ..record.restore import RestoreError
 from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
 from ._common import Exit, pairs, read_with_notes, say, verify_exit
@@ -70,6 +73,19 @@ class Plan(Record):
     def local(self, value: str) -> str:
         """A recorded value as it reads on this machine: ``<HOME>`` resolved to :attr:`home`."""
         return fields.expand_home(value, self.home)
+
+    def for_execution(self) -> None:
+        """``<HOME>`` resolved to this home in the interpreter, working directory, arguments, env and repo
+        paths: what a replay runs, and what its own probes query, never holds the placeholder. Without a
+        home the placeholder stays, and :attr:`redacted` refuses it."""
+        if not self.home:
+            return
+        self.interpreter = self.local(self.interpreter) if self.interpreter else None
+        self.cwd = self.local(self.cwd) if self.cwd else self.cwd
+        self.argv = [self.local(a) for a in self.argv]
+        self.env = {k: self.local(v) for k, v in self.env.items()}
+        for repo in self.repos:
+            repo.path = self.local(repo.path) if repo.path else repo.path
 
 
 def _as_str_list(value: Any) -> Optional[List[str]]:
@@ -370,83 +386,158 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
     return argv, run_env, cwd
 
 
-def run_cli(path: str, *, dry_run: bool, values: Mapping[str, str], repos: Mapping[str, str],
-            env: Optional[Mapping[str, str]] = None) -> int:
-    """The subcommand. Dry run: print the script (0). Confirm: the command's exit status, 2 when refused."""
+def run_cli(path: str, *, values: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> int:
+    """``--dry-run``: print the script (0), 2 when refused."""
     env = dict(os.environ if env is None else env)
     rec = read_with_notes("rerun", path)
     if rec is None:
         return Exit.USAGE
     try:
-        p = plan(rec, values, env)
-        if dry_run:
-            sys.stdout.write(script(p, path, env))
-            return Exit.OK
-        argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
+        sys.stdout.write(script(plan(rec, values, env), path, env))
     except Refusal as exc:
         sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
         return Exit.REFUSED
-    sys.stderr.write("relaxrepro rerun: running %s\n" % safe_text(" ".join(shell_quote(a) for a in argv), 400))
-    sys.stderr.flush()
-    sys.stdout.flush()
-    result = proc.run_foreground(argv, env=run_env, cwd=cwd)
-    if result.error:
-        say("relaxrepro rerun: could not start %s: %s", argv[0], result.error)
-    return proc.exit_status(result)
+    return Exit.OK
 
 
-def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], values: Mapping[str, str],
-               repos: Mapping[str, str], rtol: float = 0.0, atol: float = 0.0,
+class Replay(Record):
+    """How ``--confirm`` replays: ``quick`` steps, ``full``, or as recorded (neither); where, and from what."""
+
+    quick: Optional[int] = None
+    full: bool = False
+    output_dir: Optional[str] = None
+    in_place: bool = False
+    workspace: Optional[str] = None
+    """None: run in the recorded working directory; "": a workspace beside the replay's directory; else there."""
+    keep: bool = False
+    sources: Dict[str, str] = Factory(dict)
+    redact_patterns: List[str] = Factory(list)
+    rtol: float = 0.0
+    atol: float = 0.0
+
+
+def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapping[str, str],
                env: Optional[Mapping[str, str]] = None) -> int:
-    """``--confirm --quick N`` (``quick``) or ``--full`` (``quick`` None): refused, checked and run as
-    ``--confirm`` is, recorded by :mod:`relaxrepro.record.replay` and verified; the verdict's exit status."""
+    """``--confirm`` (``--quick N``, ``--full``): refused and checked first, run in a new directory of its own
+    (``--in-place``: the original's), recorded the way the run was (:mod:`relaxrepro.record.replay`) and
+    verified. The exit status: the verdict's (``--confirm`` alone: the command's, then the verdict's when the
+    original recorded results); 1 when the replay changed the original's files."""
     env = dict(os.environ if env is None else env)
     rec = read_with_notes("rerun", path)
     if rec is None:
         return Exit.REFUSED
-    target = replay.replay_dir(path, output_dir)
-    why = replay.refusal(rec, path, quick, target)
+    flag = replay.label(how.quick, how.full)
+    target = os.path.dirname(os.path.abspath(path)) if how.in_place else replay.replay_dir(path, how.output_dir)
+    why = replay.refusal(rec, path, how.quick, target, full=how.full, in_place=how.in_place,
+                         redact_patterns=len(how.redact_patterns))
     if why:
         say("relaxrepro rerun: %s", why)
         return Exit.REFUSED
+    made: Optional[str] = None
     try:
         p = plan(rec, values, env)
+        p.for_execution()
+        cwd = p.cwd or os.getcwd()
+        trees: Dict[str, str] = {}
+        if how.workspace is not None:
+            into = os.path.abspath(how.workspace or workspace.default_dir(target))
+            trees = _restore(rec, path, into, p, cwd, how, env)
+            made, p.cwd = into, cwd  # ours from here on: removed when refused
+        run_cwd = workspace.inside(cwd, trees) or cwd if trees else cwd
         try:
-            moved, changes = replay.place(rec, p, path, target)
+            moved, changes = replay.place(rec, p, path, target, run_cwd, in_place=how.in_place)
         except ValueError as exc:
             raise Refusal(str(exc)) from None
-        argv, run_env, cwd = confirm(rec, path, p, repos=repos, env=env)
+        if trees:
+            changes += workspace.relocate(p, trees, [c[0] for c in changes])
+            repos = dict(repos, **{str(n): os.path.join(made or "", str(n)) for n in section(rec, "code")})
+        argv, run_env, _ = confirm(rec, path, p, repos=repos, env=env)
     except Refusal as exc:
+        if made:
+            workspace.remove(made)
         sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
         return Exit.REFUSED
-    cwd = cwd or os.getcwd()
-    replayed = replay.record_replay(
-        rec, path, argv, run_env, cwd, quick, target, changes, moved, interpreter=p.interpreter,
-        recorded=replay.as_typed(get(rec, "command.argv", None), [p.local(a) for a in p.argv], p.interpreter))
-    if replayed is None:
+    run_dir = replay.run_directory(path, cwd)
+    before = guard.snapshot(rec, path, moved, run_dir, env=env)
+    opts = replay.options(rec, path, target, flag, cwd=cwd, run_cwd=run_cwd, home=p.home, moved=moved,
+                          interpreter=p.interpreter, redact_patterns=how.redact_patterns, repos=trees)
+    done = replay.execute(rec, argv, run_env, run_cwd, how.quick, target, changes, opts, moved=moved, flag=flag,
+                          recorded=replay.as_typed(get(rec, "command.argv", None), list(p.argv), p.interpreter))
+    if done is None:
+        if made:
+            workspace.remove(made)
         return Exit.REFUSED
-    status, new = replayed
-    old = replay.comparable(rec, cwd, p.home, target, moved)
-    verdict = verify.verify(old, replay.comparable(new, cwd, p.home, target), rtol=rtol, atol=atol, steps=quick)
-    sys.stdout.write(verify.render(verdict))
+    ours = [made] if made else []
+    if not how.in_place:
+        ours.append(target)  # an --output-dir may lie inside the original's directory
+    touched = [t for t in guard.changes(before, rec, path, moved, run_dir, env=env)
+               if t != os.path.abspath(done.path) and not any(t.startswith(d.rstrip(os.sep) + os.sep) for d in ours)]
+    verdict = None
+    if how.quick or how.full or replay.has_results(rec):
+        old = replay.comparable(rec, cwd, p.home, target, moved)
+        verdict = verify.verify(old, replay.comparable(done.doc, run_cwd, p.home, target), rtol=how.rtol,
+                                atol=how.atol, steps=how.quick)
+        sys.stdout.write(verify.render(verdict))
+    code = _exit(rec, done.status, verdict, how)
+    for t in touched:
+        say("relaxrepro rerun: %s: the replay changed the original run's %s", "note (--in-place)" if how.in_place
+            else "ERROR", t)
+    if touched and not how.in_place:
+        say("relaxrepro rerun: the original run %s no longer matches its manifest", rec.get("run_id"))
+        code = Exit.FAIL
+    if made:
+        if code == Exit.OK and verdict is not None and not how.keep:
+            workspace.remove(made)
+            say("relaxrepro rerun: workspace %s removed (reproduced; --keep keeps it)", made)
+        else:
+            say("relaxrepro rerun: workspace kept: %s", made)
+    say("relaxrepro rerun: the replay is in %s (manifest %s)", target, done.path)
+    return code
+
+
+def _restore(rec: Mapping[str, Any], path: str, into: str, p: Plan, cwd: str, how: Replay,
+             env: Mapping[str, str]) -> Dict[str, str]:
+    """Every recorded repo restored under ``into`` ({recorded path: its tree}); refused when it cannot be."""
+    if os.path.lexists(into):
+        raise Refusal("--workspace %s exists: a workspace is a new directory" % safe_text(into))
+    try:
+        trees, notes = workspace.build(rec, path, into, cwd=cwd, home=p.home, sources=how.sources, env=env)
+    except RestoreError as exc:
+        raise Refusal("--workspace: %s" % exc) from None
+    for n in notes:
+        say("relaxrepro rerun: note: %s", n)
+    say("relaxrepro rerun: workspace %s: %s", into, ", ".join(sorted(os.path.basename(t) for t in trees.values())))
+    return trees
+
+
+def _exit(rec: Mapping[str, Any], status: int, verdict: Optional[Dict[str, Any]], how: Replay) -> int:
     recorded_status = get(rec, "outcome.exit_code", None)
+    if not how.quick and not how.full:
+        return status if status != 0 or verdict is None else verify_exit(verdict)
     if status != 0 and status != recorded_status:
         say("relaxrepro rerun: the replay exited with status %d, the original with %s", status,
             "status %s" % recorded_status if isinstance(recorded_status, int) else "no recorded status")
         return Exit.FAIL
-    return verify_exit(verdict)
+    return verify_exit(verdict or {})
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.quick or args.full:
-        if args.dry_run:
+    values = pairs(args.set_values, "--set")
+    if args.dry_run:
+        if args.quick or args.full:
             say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")
             return Exit.USAGE
-        return run_replay(args.manifest, quick=args.quick, output_dir=args.output_dir,
-                          values=pairs(args.set_values, "--set"), repos=pairs(args.repo, "--repo"),
-                          rtol=args.rtol, atol=args.atol)
-    if args.output_dir is not None or args.rtol or args.atol:
-        say("relaxrepro rerun: error: --output-dir, --rtol and --atol go with --quick N or --full")
+        if args.output_dir is not None or args.rtol or args.atol or args.in_place or args.workspace is not None:
+            say("relaxrepro rerun: error: --output-dir, --in-place, --workspace, --rtol and --atol go with --confirm")
+            return Exit.USAGE
+        return run_cli(args.manifest, values=values)
+    if args.in_place and args.output_dir is not None:
+        say("relaxrepro rerun: error: --in-place writes into the original's directory: not with --output-dir")
         return Exit.USAGE
-    return run_cli(args.manifest, dry_run=args.dry_run, values=pairs(args.set_values, "--set"),
-                   repos=pairs(args.repo, "--repo"))
+    if (args.keep or args.sources) and args.workspace is None:
+        say("relaxrepro rerun: error: --keep and --from go with --workspace")
+        return Exit.USAGE
+    how = Replay(quick=args.quick, full=args.full, output_dir=args.output_dir, in_place=args.in_place,
+                 workspace=args.workspace, keep=args.keep, sources=pairs(args.sources, "--from"),
+                 redact_patterns=list(args.redact_pattern), rtol=args.rtol, atol=args.atol)
+    return run_replay(args.manifest, how, values=values, repos=pairs(args.repo, "--repo"))

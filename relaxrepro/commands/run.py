@@ -63,15 +63,7 @@ def run(args: argparse.Namespace) -> int:
 def _results(args: argparse.Namespace) -> Dict[str, Any]:
     """``--outputs`` fingerprinted and ``--metrics`` read once the command has exited; each problem one
     warning line, never another exit status."""
-    found: Dict[str, Any] = {}
-    if not getattr(args, "outputs", None) and not getattr(args, "metrics", None):
-        return found
-    if args.metrics:
-        found["metrics"], problem = results.read_metrics_file(args.metrics)
-        if problem:
-            say("relaxrepro run: warning: --metrics %s", problem)
-    if args.outputs:
-        found["outputs"], problems = results.fingerprint_outputs(args.outputs, cwd=safe_getcwd(), env=os.environ)
-        for p in problems:
-            say("relaxrepro run: warning: %s", p)
+    found, warnings = results.after_run(args.outputs or [], args.metrics, cwd=safe_getcwd(), env=os.environ)
+    for w in warnings:
+        say("relaxrepro run: warning: %s", w)
     return found

@@ -50,11 +50,28 @@ class RunOptions(Record):
     data: List[str] = Factory(list)
     repo: List[str] = Factory(list)
     private_patch: bool = False
+    outputs: List[str] = Factory(list)
+    """``run --outputs``: fingerprinted once the command has exited."""
+    metrics: Optional[str] = None
+    """``run --metrics``: read once the command has exited."""
 
     @classmethod
     def of(cls, args: Any) -> RunOptions:
-        """The options as parsed (an ``argparse.Namespace`` of ``generate`` or ``run``)."""
-        return cls(**{name: getattr(args, name) for name in cls._fields})
+        """The options as parsed (an ``argparse.Namespace`` of ``generate`` or ``run``; ``generate`` has no
+        ``--outputs``/``--metrics``)."""
+        return cls(**{name: getattr(args, name) for name in cls._fields if hasattr(args, name)})
+
+    def recording(self) -> Dict[str, Any]:
+        """How the run was recorded (``collection.recording``), so that ``rerun`` records its replay alike.
+        The ``--redact-pattern`` values are counted, not kept: a pattern may spell the very secret."""
+        out: Dict[str, Any] = {}
+        for key, value in (("outputs", [os.fspath(o) for o in self.outputs]), ("metrics", self.metrics),
+                           ("env_prefixes", list(self.env_prefix)), ("data", list(self.data)),
+                           ("repos", list(self.repo)), ("redact_patterns", len(self.redact_pattern)),
+                           ("keep_paths", self.keep_paths), ("private_patch", self.private_patch)):
+            if value:
+                out[key] = value
+        return out
 
 
 class Recorded(Record):
@@ -97,7 +114,8 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
     values = {"parent": options.parent, "group": options.group, "note": options.note,
               "output_dir": directory or os.path.dirname(os.path.abspath(options.output)),
               "env_prefixes": list(options.env_prefix), "data": list(options.data), "repos": repos,
-              "private_patch": options.private_patch, "python": options.python, "replay_of": replay_of}
+              "private_patch": options.private_patch, "python": options.python, "replay_of": replay_of,
+              "recording": options.recording() or None}
     if options.args_json is not None:
         loaded = _load_args_json(options.args_json)
         if isinstance(loaded, str):

@@ -20,7 +20,7 @@ from ..manifest import reader
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
@@ -61,10 +61,11 @@ def metrics_section(metrics: Mapping[Any, Any]) -> Tuple[Dict[str, Any], List[st
     return out, warnings
 
 
-def read_metrics_file(path: str) -> Tuple[Dict[str, Any], Optional[str]]:
-    """The metrics a trainer wrote as a JSON object at ``path``: (metrics, None) or ({}, why not)."""
+def read_metrics_file(path: str, cwd: str = "") -> Tuple[Dict[str, Any], Optional[str]]:
+    """The metrics a trainer wrote as a JSON object at ``path`` (relative to ``cwd``): (metrics, None) or
+    ({}, why not)."""
     try:
-        raw = reader.read_bytes(path, METRICS_FILE_LIMIT)
+        raw = reader.read_bytes(os.path.join(cwd, path), METRICS_FILE_LIMIT)
         doc = json.loads(raw.decode("utf-8"))  # json accepts NaN/Infinity here: a trainer's json.dump writes them
     except reader.ReadError as exc:
         if exc.os_error is not None:
@@ -116,6 +117,22 @@ def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str
             warnings.extend(w for w in cache.warnings if w not in warnings)
             cache.close()
     return out, warnings
+
+
+def after_run(outputs: Sequence[str], metrics: Optional[str], *, cwd: str, env: Mapping[str, str]
+              ) -> Tuple[Dict[str, Any], List[str]]:
+    """``run --outputs``/``--metrics`` (and a replay of a run recorded with them) once the command has exited:
+    ({"metrics": ..., "outputs": ...} as found, one warning line per problem), never another exit status."""
+    found: Dict[str, Any] = {}
+    warnings: List[str] = []
+    if metrics:
+        found["metrics"], problem = read_metrics_file(metrics, cwd)
+        if problem:
+            warnings.append("--metrics %s" % problem)
+    if outputs:
+        found["outputs"], problems = fingerprint_outputs(outputs, cwd=cwd, env=env)
+        warnings.extend(problems)
+    return found, warnings
 
 
 def merge(doc: Dict[str, Any], *, metrics: Optional[Mapping[str, Any]] = None,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from relaxrepro.commands.rerun import Plan
-from relaxrepro.record import replay
+from relaxrepro.record import guard, replay, workspace
 
 
 def test_the_default_directory_is_a_fresh_sibling_or_inside_a_project(tmp_path, monkeypatch):
@@ -54,3 +54,33 @@ def test_outputs_are_compared_by_their_place_in_the_run_directory():
 ], ids=["python-as-typed", "bare-script", "venv-launcher", "unchanged", "none-recorded"])
 def test_the_replay_records_the_command_as_the_original_typed_it(recorded, argv, expected):
     assert replay.as_typed(recorded, argv, "/venv/bin/python") == expected
+
+
+def test_relocate_points_absolute_paths_inside_a_recorded_repo_into_the_workspace():
+    p = Plan(argv=["/venv/bin/python", "/src/proj/train.py", "--cfg=/src/proj/c.yaml", "--data", "/data/x",
+                   "runs/a.replay-1"], env={"CFG": "/src/proj/conf", "DATA": "/data"}, cwd="/src/proj/sub",
+             interpreter="/venv/bin/python")
+    changes = workspace.relocate(p, {"/src/proj": "/ws/proj"}, ["argv[4]"])
+    assert p.argv == ["/venv/bin/python", "/ws/proj/train.py", "--cfg=/ws/proj/c.yaml", "--data", "/data/x",
+                      "runs/a.replay-1"]
+    assert p.env == {"CFG": "/ws/proj/conf", "DATA": "/data"} and p.cwd == "/ws/proj/sub"
+    assert [c[0] for c in changes] == ["cwd", "argv[1]", "argv[2]", "env CFG"]
+    assert workspace.inside("/src/project", {"/src/proj": "/ws/proj"}) is None  # a prefix of the name is not inside
+
+
+def test_the_guard_names_what_a_replay_changed_added_or_removed(tmp_path):
+    run_dir = tmp_path / "runs/a"
+    run_dir.mkdir(parents=True)
+    manifest = run_dir / "manifest_r1.json"
+    manifest.write_text("{}")
+    (run_dir / "w.pt").write_text("1")
+    (run_dir / "log.txt").write_text("x")
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    outputs = [str(run_dir / "w.pt")]
+    before = guard.snapshot({}, str(manifest), outputs, str(run_dir), env=env)
+    assert guard.changes(before, {}, str(manifest), outputs, str(run_dir), env=env) == []
+    (run_dir / "w.pt").write_text("2")
+    (run_dir / "log.txt").unlink()
+    (run_dir / "new.txt").write_text("n")
+    assert guard.changes(before, {}, str(manifest), outputs, str(run_dir), env=env) == [
+        str(run_dir / p) for p in ("log.txt", "new.txt", "w.pt")]

@@ -18,6 +18,7 @@ import json
 import re
 
 from ..._version import __version__
+from ...analyze.compare import replays_line
 from ...manifest.fields import MISSING, get, python_version, section, untracked_files
 from ...manifest.summary import gpu_cell, outcome_text, short
 from ...manifest.summary import trackers as summary_trackers
@@ -490,12 +491,15 @@ def sweep_section(result: Mapping[str, Any], docs: Mapping[str, Any], chart: Opt
     text = ['<section id="%s" class="sweep"><h2>Sweep %s</h2><p>%s</p>' % (
         gid, esc(result["group"]), esc("%d runs; %d of %d recorded values vary" % (
             len(runs), len(result["varying"]), result["compared"])))]
+    replays = replays_line(result)
+    if replays:
+        text.append("<p>%s</p>" % esc(replays))
     if len(columns) > max_columns:
         text.append('<p class="mute">%s</p>' % esc("%d more varying values not shown (relaxrepro compare --group "
                                                     "shows them all)" % (len(columns) - max_columns)))
     text.append(table(head, rows, sortable=True))
     extra = {k: v for k, v in result.items()
-             if k not in ("group", "runs", "varying", "compared", "unreadable", "metrics") and v}
+             if k not in ("group", "runs", "varying", "compared", "unreadable", "metrics", "replays") and v}
     if extra:
         text.append(tree(extra))
     numeric = [k for k, col in cols if any(number(v) is not None for v in col)]
