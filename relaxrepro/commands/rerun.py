@@ -25,7 +25,8 @@ from ..record import replay
 from ..std import proc
 from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
-from ._common import Exit, pairs, read_with_notes, say, verify_exit
+from ._common import Exit, pairs, say, verify_exit
+from ._runs import read_with_notes, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -438,6 +439,8 @@ def run_replay(path: str, *, quick: Optional[int], output_dir: Optional[str], va
 
 
 def run(args: argparse.Namespace) -> int:
+    if not resolve_args("rerun", args, "manifest"):
+        return Exit.USAGE
     if args.quick or args.full:
         if args.dry_run:
             say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")
