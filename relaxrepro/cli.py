@@ -241,8 +241,8 @@ def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
 def _add_merge(sub: "argparse._SubParsersAction") -> None:
     mrg = sub.add_parser(
         "merge", help="fold node fragments into a manifest (per-node data, heterogeneity)",
-        description="Fold node_<name>.json fragments (or directories of them) into MANIFEST. Writes "
-        "manifest_<run-id>.merged.json beside MANIFEST unless -o is given; never overwrites.")
+        description="Fold node_<name>.json fragments (or directories of them) into RUN's manifest. Writes "
+        "manifest_<run-id>.merged.json beside it unless -o is given; never overwrites.")
     mrg.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
     mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
@@ -286,7 +286,7 @@ def _add_generate_options(gen: argparse.ArgumentParser) -> None:
 
 def _add_check(sub: "argparse._SubParsersAction") -> None:
     chk = sub.add_parser("check", help="compare this machine with a manifest: PASS / WARN / FAIL per item",
-                         description="Collect this environment and compare it with MANIFEST item by item. "
+                         description="Collect this environment and compare it with RUN's manifest item by item. "
                          "Exit 0 compatible (PASS or WARN), 1 any FAIL (--strict: any WARN too), "
                          "2 unreadable manifest.")
     chk.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
