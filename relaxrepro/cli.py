@@ -155,6 +155,16 @@ def _add_no_index(p: "argparse.ArgumentParser") -> None:
                    "the per-user cache (the output is the same)")
 
 
+_RUN_HELP = "a manifest file, or a run id or a unique prefix of one (see --runs); an existing path is a path"
+
+
+def _add_runs(p: "argparse.ArgumentParser") -> None:
+    """``--runs DIR``: where a run id (or a unique prefix of one) given for a manifest is looked up."""
+    p.add_argument("--runs", action="append", default=[], metavar="DIR",
+                   help="where to look up a run id or a unique prefix of one given instead of a manifest file "
+                   "(repeatable; default: $RELAXREPRO_RUNS, os.pathsep-separated, else $RELAXREPRO_OUTPUT_DIR and .)")
+
+
 def _add_index(sub: "argparse._SubParsersAction") -> None:
     idx = sub.add_parser("index", help="build or refresh the run index of directories (ls, lineage and compare "
                          "keep it up to date themselves)",
@@ -166,7 +176,7 @@ def _add_index(sub: "argparse._SubParsersAction") -> None:
 
 def _add_lineage(sub: "argparse._SubParsersAction") -> None:
     lin = sub.add_parser("lineage", help="the ancestry of a run, oldest first, and what changed at each step")
-    lin.add_argument("run", metavar="RUN", help="a run id, or a manifest file")
+    lin.add_argument("run", metavar="RUN", help=_RUN_HELP)
     lin.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
     lin.add_argument("--json", action="store_true", help="machine-readable output")
     way = lin.add_mutually_exclusive_group()
@@ -174,6 +184,7 @@ def _add_lineage(sub: "argparse._SubParsersAction") -> None:
     way.add_argument("--down", dest="down", action="store_true", help="the descendants, as a tree")
     lin.set_defaults(down=False)
     _add_no_index(lin)
+    _add_runs(lin)
 
 
 def _add_compare(sub: "argparse._SubParsersAction") -> None:
@@ -199,6 +210,7 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
     rep.add_argument("--group", metavar="NAME", help="directories: only this group's runs (a sweep page)")
     rep.add_argument("--chart", metavar="COLUMN", help="the sweep column to chart (metric.NAME, arg.NAME, ...; "
                      "default: the first metric, else the first numeric column)")
+    _add_runs(rep)
 
 
 def _add_attach(sub: "argparse._SubParsersAction") -> None:
@@ -207,12 +219,13 @@ def _add_attach(sub: "argparse._SubParsersAction") -> None:
                          "the manifest (W&B: a run file and config['relaxrepro']; MLflow: an artifact and relaxrepro.* "
                          "tags; TensorBoard: manifest_<run-id>.json in LOGDIR and a text summary). Needs that tool's "
                          "package installed.")
-    att.add_argument("manifest", metavar="MANIFEST")
+    att.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     to = att.add_mutually_exclusive_group(required=True)
     to.add_argument("--wandb", metavar="ENTITY/PROJECT/RUN_ID", help="a W&B run (resumed; honours WANDB_MODE)")
     to.add_argument("--mlflow", metavar="RUN_ID", help="an MLflow run")
     to.add_argument("--tensorboard", metavar="LOGDIR", help="a TensorBoard log directory")
     att.add_argument("--tracking-uri", metavar="URI", help="with --mlflow: the tracking server (default: MLflow's own)")
+    _add_runs(att)
 
 
 def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
@@ -228,11 +241,12 @@ def _add_fingerprint(sub: "argparse._SubParsersAction") -> None:
 def _add_merge(sub: "argparse._SubParsersAction") -> None:
     mrg = sub.add_parser(
         "merge", help="fold node fragments into a manifest (per-node data, heterogeneity)",
-        description="Fold node_<name>.json fragments (or directories of them) into MANIFEST. Writes "
-        "manifest_<run-id>.merged.json beside MANIFEST unless -o is given; never overwrites.")
-    mrg.add_argument("manifest", metavar="MANIFEST")
+        description="Fold node_<name>.json fragments (or directories of them) into RUN's manifest. Writes "
+        "manifest_<run-id>.merged.json beside it unless -o is given; never overwrites.")
+    mrg.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
     mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
+    _add_runs(mrg)
 
 
 def _add_generate_options(gen: argparse.ArgumentParser) -> None:
@@ -272,40 +286,43 @@ def _add_generate_options(gen: argparse.ArgumentParser) -> None:
 
 def _add_check(sub: "argparse._SubParsersAction") -> None:
     chk = sub.add_parser("check", help="compare this machine with a manifest: PASS / WARN / FAIL per item",
-                         description="Collect this environment and compare it with MANIFEST item by item. "
+                         description="Collect this environment and compare it with RUN's manifest item by item. "
                          "Exit 0 compatible (PASS or WARN), 1 any FAIL (--strict: any WARN too), "
                          "2 unreadable manifest.")
-    chk.add_argument("manifest", metavar="MANIFEST")
+    chk.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     chk.add_argument("--json", action="store_true", help="machine-readable report")
     chk.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
     chk.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="where recorded repo NAME is on this machine (repeatable)")
+    _add_runs(chk)
 
 
 def _add_diff(sub: "argparse._SubParsersAction") -> None:
     dif = sub.add_parser("diff", help="what differs between two manifests, most important first",
                          description="Exit 0 identical, 1 different, 2 unreadable input (like diff(1)).")
-    dif.add_argument("old", metavar="OLD")
-    dif.add_argument("new", metavar="NEW")
+    dif.add_argument("old", metavar="OLD", help=_RUN_HELP)
+    dif.add_argument("new", metavar="NEW", help=_RUN_HELP)
     dif.add_argument("--json", action="store_true", help="exact machine-readable output")
     dif.add_argument("--all", action="store_true",
                      help="also show volatile fields (run id, times, job ids) and fields one side does not "
                           "record (absent vs null or empty, a cwd of \".\")")
+    _add_runs(dif)
 
 
 def _add_verify(sub: "argparse._SubParsersAction") -> None:
     ver = sub.add_parser("verify", help="did run B reproduce run A? outputs, metrics and trace, bit for bit",
-                         description="Compare the results of two runs (manifest files or run ids under .): "
+                         description="Compare the results of two runs (manifest files or run ids): "
                          "output digests, final metrics and the determinism trace, bit-exact unless --rtol/--atol. "
                          "Exit 0 reproduced, 1 diverged, 2 unreadable or nothing to verify.")
-    ver.add_argument("old", metavar="A")
-    ver.add_argument("new", metavar="B")
+    ver.add_argument("old", metavar="A", help=_RUN_HELP)
+    ver.add_argument("new", metavar="B", help=_RUN_HELP)
     ver.add_argument("--rtol", type=float, default=0.0, metavar="R",
                      help="relative tolerance (|a-b| <= atol + rtol*|b|)")
     ver.add_argument("--atol", type=float, default=0.0, metavar="A", help="absolute tolerance")
     ver.add_argument("--steps", type=int, metavar="N",
                      help="compare only the first N trace steps (no outputs, metrics)")
     ver.add_argument("--json", action="store_true", help="machine-readable report")
+    _add_runs(ver)
 
 
 def _add_rerun(sub: "argparse._SubParsersAction") -> None:
@@ -317,7 +334,7 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                          "verdict of verify when the run recorded results (2 when refused; 1 when the replay "
                          "changed the original's files). With --quick N or --full it exits with the verdict: "
                          "0 reproduced, 1 diverged, 2 refused or nothing to verify.")
-    rer.add_argument("manifest", metavar="MANIFEST")
+    rer.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     how = rer.add_mutually_exclusive_group(required=True)
     how.add_argument("--dry-run", action="store_true", help="print the replay script, run nothing")
     how.add_argument("--confirm", action="store_true", help="check, then run the recorded command")
@@ -345,6 +362,7 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                      help="the run's own --redact-pattern values, which its manifest does not keep (repeatable)")
     rer.add_argument("--rtol", type=_tolerance, default=0.0, metavar="R", help="relative tolerance (default 0: exact)")
     rer.add_argument("--atol", type=_tolerance, default=0.0, metavar="A", help="absolute tolerance (default 0: exact)")
+    _add_runs(rer)
 
 
 def _steps(text: str) -> int:
@@ -372,13 +390,14 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
                          description="Clone each recorded repo at its commit into DIR/<name>, apply the "
                          "recorded patch (verified by sha256) and check out submodules. The source repos "
                          "are never modified.")
-    res.add_argument("manifest", metavar="MANIFEST")
+    res.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     res.add_argument("--into", required=True, metavar="DIR", help="new or empty directory")
     res.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
                      help="clone repo NAME from PATH instead of its recorded path (repeatable)")
     res.add_argument("--allow-incomplete", action="store_true",
                      help="restore a repo whose patch was not recorded in full (git diff timed out or was too "
                      "big): its commit plus what was recorded, without the missing changes")
+    _add_runs(res)
 
 
 # In the order `relaxrepro --help` lists them.

@@ -32,7 +32,8 @@ HEAVY = ("dataclasses", "inspect", "ast", "dis", "tokenize", "secrets", "hmac", 
          "hashlib", "_hashlib", "xml.etree.ElementTree", "csv", "urllib.parse", "ipaddress", "platform",
          "traceback", "shutil", "tempfile", "getpass", "datetime", "copy", "random", "base64")
 DIFF_ALSO_FREE_OF = ("typing", "subprocess", "threading", "relaxrepro.manifest.redact", "relaxrepro.manifest.writer",
-                     "relaxrepro.collect.assemble")
+                     "relaxrepro.collect.assemble", "relaxrepro.manifest.runindex", "sqlite3")
+"""Two manifest files need no run index: only a run id is looked up in it."""
 
 _BARE = "import argparse, json, sys; print(json.dumps(sorted(sys.modules)))"
 _PROBE = r"""

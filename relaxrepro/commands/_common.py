@@ -1,5 +1,5 @@
-"""What every command shares: the exit codes, saying things to people, reading a manifest or saying in
-one line why not, and the parsing of ``NAME=VALUE`` options and directory arguments."""
+"""What every command shares: the exit codes, saying things to people, and the parsing of ``NAME=VALUE``
+options and directory arguments (reading the run a command is given: :mod:`._runs`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..std.text import say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Mapping, Sequence
 
 
 class Exit(IntEnum):
@@ -42,33 +42,6 @@ class UsageError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def read_or_report(verb: str, path: str, stderr: Any = None) -> Optional[Tuple[Dict[str, Any], List[str]]]:
-    """Read ``path`` for subcommand ``verb``: (document, warnings), or one line on stderr and None (exit 2).
-
-    The light reader (plain dicts): it pulls in neither the assembler nor the writer, so ``diff``
-    starts fast on a laptop.
-    """
-    from ..manifest.reader import ManifestError, read_manifest_file  # lazy: ~4 ms; cli imports _common for --version
-
-    try:
-        return read_manifest_file(path)
-    except ManifestError as exc:
-        say("relaxrepro %s: %s: %s", verb, path, exc, out=stderr)
-        return None
-
-
-def read_with_notes(verb: str, path: str) -> Optional[Dict[str, Any]]:
-    """:func:`read_or_report`, with the reader's warnings (a legacy form normalised, a newer minor) said
-    on stderr as ``note:`` lines; the document, or None (exit 2)."""
-    read = read_or_report(verb, path)
-    if read is None:
-        return None
-    doc, warnings = read
-    for w in warnings:
-        say("relaxrepro %s: note: %s", verb, w)
-    return doc
 
 
 def pairs(values: Sequence[str], flag: str) -> Dict[str, str]:

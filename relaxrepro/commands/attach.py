@@ -16,7 +16,8 @@ from ..collect.context import policy_of
 from ..manifest import reader, writer
 from ..manifest.model import READ_LIMIT_BYTES
 from ..record import trackers
-from ._common import Exit, read_or_report, say
+from ._common import Exit, say
+from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -33,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
     problem = _usage_problem(args, tool)
     if problem:
         say("relaxrepro attach: error: %s", problem)
+        return Exit.USAGE
+    if not resolve_args("attach", args, "manifest"):
         return Exit.USAGE
     doc, original = _read(args.manifest)
     if doc is None:

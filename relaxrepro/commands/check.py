@@ -14,7 +14,8 @@ import sys
 from ..analyze.check import FAIL, INFO, NOT_RECORDED, PASS, WARN, Report, judge
 from ..collect.here import collect_here
 from ..std.text import safe_text, use_color
-from ._common import Exit, pairs, read_or_report
+from ._common import Exit, pairs
+from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -84,4 +85,6 @@ def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, stric
 
 
 def run(args: argparse.Namespace) -> int:
+    if not resolve_args("check", args, "manifest"):
+        return Exit.USAGE
     return run_cli(args.manifest, repos=pairs(args.repo, "--repo"), as_json=args.json, strict=args.strict)

@@ -14,7 +14,8 @@ import sys
 from ..analyze.diff import Change, diff_documents, same, summary_line
 from ..manifest.fields import MISSING
 from ..std.text import safe_text, use_color
-from ._common import Exit, read_or_report
+from ._common import Exit
+from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -217,4 +218,6 @@ def run_cli(old_path: str, new_path: str, *, as_json: bool = False, include_vola
 
 
 def run(args: argparse.Namespace) -> int:
+    if not resolve_args("diff", args, "old", "new"):
+        return Exit.USAGE
     return run_cli(args.old, args.new, as_json=args.json, include_volatile=args.all, env=os.environ)

@@ -11,7 +11,8 @@ from ..analyze.lineage import ancestry, descendants
 from ..manifest.summary import time_cell
 from ..std.table import rel_path
 from ..std.text import safe_format
-from ._common import Exit, dirs_or_cwd, read_or_report, report_missing, say
+from ._common import Exit, dirs_or_cwd, report_missing, say
+from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -59,9 +60,11 @@ def run(args: argparse.Namespace) -> int:
     if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
         return Exit.USAGE  # a manifest file named, and it cannot be read: one line, as check says it
     warnings: List[str] = []
+    if not resolve_args("lineage", args, "run", first=args.dirs, warnings=warnings):
+        return Exit.USAGE
     find, render = (descendants, render_descendants) if args.down else (ancestry, render_ancestry)
     result = find(args.run, dirs, use_index=not args.no_index, warnings=warnings)
-    for w in warnings:
+    for w in dict.fromkeys(warnings):  # each once: the run's lookup and the walk may both bypass a database
         say("relaxrepro lineage: warning: %s", w)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
         say("relaxrepro lineage: warning: unreadable: %s", line)

@@ -10,6 +10,7 @@ from ..manifest import nodes, writer
 from ..manifest.model import valid_run_id
 from ..manifest.reader import ManifestError, load_manifest
 from ._common import Exit, say
+from ._runs import resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -21,6 +22,8 @@ def run(args: argparse.Namespace) -> int:
         say("relaxrepro merge: error: " + template, *values)
         return Exit.USAGE
 
+    if not resolve_args("merge", args, "manifest"):
+        return Exit.USAGE
     try:
         doc = load_manifest(args.manifest)
     except ManifestError as exc:

@@ -28,7 +28,8 @@ from ..record import guard, replay, workspace
 from ..record.restore import RestoreError
 from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
-from ._common import Exit, pairs, read_with_notes, say, verify_exit
+from ._common import Exit, pairs, say, verify_exit
+from ._runs import read_with_notes, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -522,6 +523,8 @@ def _exit(rec: Mapping[str, Any], status: int, verdict: Optional[Dict[str, Any]]
 
 
 def run(args: argparse.Namespace) -> int:
+    if not resolve_args("rerun", args, "manifest"):
+        return Exit.USAGE
     values = pairs(args.set_values, "--set")
     if args.dry_run:
         if args.quick or args.full:

@@ -15,7 +15,8 @@ import sys
 from ..manifest.fields import section
 from ..record.restore import RestoreError, restore
 from ..std.text import safe_text
-from ._common import Exit, pairs, read_with_notes, say
+from ._common import Exit, pairs, say
+from ._runs import read_with_notes, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -44,5 +45,7 @@ def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[M
 
 
 def run(args: argparse.Namespace) -> int:
+    if not resolve_args("restore", args, "manifest"):
+        return Exit.USAGE
     return run_cli(args.manifest, args.into, sources=pairs(args.sources, "--from"),
                    allow_incomplete=args.allow_incomplete)

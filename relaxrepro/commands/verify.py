@@ -5,26 +5,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sys
 
 from ..analyze.verify import render, verify
-from ..manifest.model import valid_run_id
-from ..manifest.runindex import find_run
-from ._common import Exit, read_or_report, say, verify_exit
+from ._common import Exit, say, verify_exit
+from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import List
-
-
-def resolve(given: str, roots: List[str]) -> str:
-    """A manifest path, or the manifest of run id ``given`` found under ``roots`` (as ``lineage`` finds one);
-    else ``given`` itself, for the reader to say why it cannot be read."""
-    if os.path.exists(given):
-        return given
-    return (find_run(given, roots) if valid_run_id(given) else None) or given
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,9 +25,11 @@ def run(args: argparse.Namespace) -> int:
     if args.steps is not None and args.steps < 1:
         say("relaxrepro verify: error: --steps %s: expected a whole number >= 1", args.steps)
         return Exit.USAGE
+    if not resolve_args("verify", args, "old", "new"):
+        return Exit.USAGE
     docs = []
     for given in (args.old, args.new):
-        read = read_or_report("verify", resolve(given, ["."]))
+        read = read_or_report("verify", given)
         if read is None:
             return Exit.USAGE
         docs.append(read[0])

@@ -267,8 +267,9 @@ def test_lineage_detects_a_cycle(tmp_path):
 def test_lineage_of_an_unknown_run(tmp_path):
     (tmp_path / "runs").mkdir()
     res = run_cli("lineage", "Z", "runs", cwd=tmp_path)
-    assert res.returncode == 1
-    assert res.stderr == "relaxrepro lineage: error: run Z not found under runs\n"
+    assert res.returncode == 2
+    assert res.stderr == ("relaxrepro lineage: error: Z: no such file, and no run id starts with it under runs (name "
+                          "where runs are with --runs DIR or $RELAXREPRO_RUNS)\n")
     res = run_cli("lineage", "Z", "nowhere", cwd=tmp_path)
     assert (res.returncode, res.stderr) == (1, "relaxrepro lineage: error: nowhere: no such file or directory\n")
 

@@ -194,8 +194,8 @@ def test_a_hostile_run_id_never_names_the_file(tmp_path, capsys):
     (["--group", "lr", "x.json"], "--group takes directories only, not x.json"),
     (["--here"], "--against and --here judge one run: give exactly one manifest or run id"),
     (["x.json", "--chart", "arg.lr"], "--chart draws a sweep: give directories"),
-    (["20990101_000000_fffffff"], "run 20990101_000000_fffffff not found under . (give a manifest file or a "
-                                  "directory holding it)"),
+    (["20990101_000000_fffffff"], "20990101_000000_fffffff: no such file, and no run id starts with it under . "
+                                  "(name where runs are with --runs DIR or $RELAXREPRO_RUNS)"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(tmp_path, capsys, argv, message):
     for name in ("a.json", "b.json", "c.json", "x.json"):

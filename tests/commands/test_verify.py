@@ -34,7 +34,8 @@ def test_cli_takes_run_ids_found_under_the_working_directory(tmp_path):
     assert res.stdout.startswith("verify old -> new: reproduced (bit-exact)\n")
     res = run_cli("verify", "old", "nope", cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr == "relaxrepro verify: nope: cannot read nope: No such file or directory\n"
+    assert res.stderr == ("relaxrepro verify: error: nope: no such file, and no run id starts with it under . (name "
+                          "where runs are with --runs DIR or $RELAXREPRO_RUNS)\n")
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -332,7 +332,9 @@ def test_lineage_down_draws_the_descendants(tmp_path):
         "        `-- run05  2026-01-06 10:00  runs/g1/manifest_run05.json",
     ]
     res = run_cli("lineage", "nope", "runs", "--down", env=_env(tmp_path), cwd=tmp_path)
-    assert (res.returncode, res.stderr) == (1, "relaxrepro lineage: error: run nope not found under runs\n")
+    assert (res.returncode, res.stderr) == (2, "relaxrepro lineage: error: nope: no such file, and no run id starts "
+                                               "with it under runs (name where runs are with --runs DIR or "
+                                               "$RELAXREPRO_RUNS)\n")
 
 
 def test_lineage_down_of_a_manifest_file_however_its_path_is_spelled(tmp_path):

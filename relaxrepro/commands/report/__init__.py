@@ -23,10 +23,10 @@ from ...analyze.lineage import ancestry, descendants
 from ...manifest import scan, summary
 from ...manifest.fields import get
 from ...manifest.reader import ManifestError, read_manifest_file
-from ...manifest.runindex import find_run
 from ...manifest.writer import describe_os_error, replace_atomically
 from ...std.files import read_regular
 from .._common import Exit, say
+from .._runs import NotFound, find_manifest, run_dirs
 from . import html as H
 
 TYPE_CHECKING = False
@@ -62,13 +62,16 @@ def _read(path: str) -> Dict[str, Any]:
         raise _Unreadable("%s: %s" % (path, exc)) from None
 
 
-def _find(run_id: str, roots: Sequence[str]) -> str:
-
-    path = find_run(run_id, roots)
-    if path is not None:
-        return path
-    raise _Refused("run %s not found under %s (give a manifest file or a directory holding it)"
-                   % (run_id, ", ".join(roots)))
+def _find(given: str, where: Sequence[str]) -> str:
+    """The manifest ``given`` names (a path, or a run id or a unique prefix of one below ``where``)."""
+    warnings: List[str] = []
+    try:
+        return find_manifest(given, where, warnings=warnings)
+    except NotFound as exc:
+        raise _Refused(str(exc)) from None
+    finally:
+        for w in warnings:
+            say("relaxrepro report: warning: %s", w)
 
 
 def _name(*parts: Any) -> str:
@@ -223,12 +226,13 @@ def write(path: str, text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     inputs = list(args.inputs) or ["."]
     roots = [p for p in inputs if os.path.isdir(p)]
+    where = run_dirs(args.runs, os.environ, roots)
     try:
         picked: List[str] = []
         for p in inputs:
             if os.path.isdir(p):
                 continue
-            picked.append(p if os.path.lexists(p) or os.sep in p else _find(p, roots or ["."]))
+            picked.append(p if os.path.lexists(p) else _find(p, where))
         if args.group is not None and picked:
             return _fail("--group takes directories only, not %s", picked[0])
         if len(picked) > 2:
@@ -275,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(doc: Dict[str, Any], args: argparse.Namespace) -> str:
     """``check``'s verdicts: against the manifest ``--against`` names, or this machine (``--here``)."""
     if args.against:
-        other = _read(args.against)
+        other = _read(_find(args.against, run_dirs(args.runs, os.environ)))
         report = judge(doc, other)
         where = "compared with %s (run %s)" % (args.against, other.get("run_id"))
     else:
