@@ -38,7 +38,7 @@ from ..std.cache import cache_dir
 from ..std.records import Factory, Record
 from ..std.sha import sha256, sha256_hex
 from .runrow import STORED, Row, read_row
-from .scan import walk_root
+from .scan import Walk, walk_root
 from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign, walk
 
 TYPE_CHECKING = False
@@ -119,21 +119,21 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
     """The manifests below ``roots``, checked against the files now, to be asked with :meth:`Source.find`
     (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`)."""
     src = Source()
-    linked: Set[str] = set()
+    rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
     for root in roots:
         if directory is None or os.path.isfile(root):
-            src.parts.append(_scan(root, linked, want))
+            src.parts.append(_scan(root, rule, want))
             continue
-        before = set(linked)
         try:
-            src.parts.append(_indexed(root, linked, os.path.join(directory, "index"), want, src.warnings,
+            src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
                                       progress))
         except _Bypass as exc:
             src.warnings.append(exc.args[0])
-            linked.clear()
-            linked.update(before)
-            src.parts.append(_scan(root, linked, want))
+            src.parts.append(_scan(root, rule, want))
+    left = rule.warning()
+    if left:
+        src.warnings.append(left)
     return src
 
 
@@ -341,9 +341,9 @@ class _Bypass(Exception):
     pass
 
 
-def _scan(root: str, linked: Set[str], want: Sequence[str]) -> _Part:
+def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
     part = _Part(os.path.join(root, ""), rows=[])
-    for path in walk_root(root, linked):
+    for path in walk_root(root, rule):
         row, pkgs = read_row(path, facts="facts" in want)
         part.rows.append(row)
         if pkgs is not None:
@@ -356,13 +356,13 @@ def db_path(directory: str, root: str) -> str:
                         .hexdigest()[:32] + ".sqlite")
 
 
-def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], warnings: List[str],
+def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warnings: List[str],
              progress: Optional[Callable[[int, int], None]]) -> _Part:
     path = db_path(directory, root)
     why = _untrusted(directory, path)
     if why:
         raise _Bypass("run index %s: %s; listing without it" % (path, why))
-    walked = walk(root, linked)
+    walked = walk(root, rule)
     for attempt in (1, 2):
         try:
             conn = _connect(path)
