@@ -477,3 +477,18 @@ def test_a_write_by_another_process_between_compare_and_write_is_never_taken_for
     assert res.stdout == "[1] [] %s True\n" % ["run%02d" % i for i in range(6)]
     out = _same_both_ways(tmp_path)
     assert "late" in out and "gW" in out
+
+
+def test_a_missing_home_is_never_created_the_listing_goes_without_an_index(tmp_path):
+    _tree(tmp_path, 2)
+    home = tmp_path / "nohome"
+    env = clean_env(HOME=str(home))
+    env.pop("XDG_CACHE_HOME", None)
+    for command in (("ls", "runs"), ("lineage", "run01", "runs"), ("compare", "--group", "g1", "runs")):
+        res = run_cli(*command, env=env, cwd=tmp_path)
+        assert res.returncode == 0 and res.stderr == "", (command, res.stderr)
+    assert len(run_cli("ls", "runs", env=env, cwd=tmp_path).stdout.splitlines()) == 3
+    res = run_cli("index", "runs", env=env, cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE "
+                                               "is set, or no HOME)\n")
+    assert not home.exists()
