@@ -88,12 +88,14 @@ class Broken(Exception):
 
 
 class Listing(Record):
-    """The rows of a listing in walk order, the package sets their ``pkgkey`` names (with ``facts``), and
-    the warnings to say once (a database bypassed or rebuilt)."""
+    """The rows of a listing in walk order, the package sets their ``pkgkey`` names (with ``facts``), the
+    warnings to say once (a database bypassed or rebuilt), and why the database does not hold the rows
+    (``unstored``: bypassed, read-only, a failed write; empty when stored, files written just now aside)."""
 
     rows: List[Row] = Factory(list)
     packages: Dict[str, Dict[str, str]] = Factory(dict)
     warnings: List[str] = Factory(list)
+    unstored: List[str] = Factory(list)
 
 
 def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = ("cells",),
@@ -108,7 +110,7 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
     try:
         rows = src.find(want=want)
         packages = src.packages({r.pkgkey for r in rows if r.pkgkey}) if "facts" in want else {}
-        return Listing(rows, packages, src.warnings)
+        return Listing(rows, packages, src.warnings, src.unstored)
     finally:
         src.close()
 
@@ -129,8 +131,12 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
             src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
                                       progress))
         except _Bypass as exc:
-            src.warnings.append(exc.args[0])
+            src.warnings.append("run index %s; listing without it" % exc.args[0])
+            src.unstored.append("run index %s" % exc.args[0])
             src.parts.append(_scan(root, rule, want))
+            continue
+        if src.parts[-1].unstored:
+            src.unstored.append(src.parts[-1].unstored)
     left = rule.warning()
     if left:
         src.warnings.append(left)
@@ -152,6 +158,7 @@ class Source(Record):
 
     parts: List[_Part] = Factory(list)
     warnings: List[str] = Factory(list)
+    unstored: List[str] = Factory(list)
 
     def find(self, where: str = "", params: Sequence[Any] = (), test: Optional[Callable[[Row], bool]] = None,
              want: Sequence[str] = ()) -> List[Row]:
@@ -247,7 +254,7 @@ class Source(Record):
                                  "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         except sqlite3.Error:
             pass
@@ -271,6 +278,7 @@ class _Part(Record):
     extra: List[Row] = Factory(list)
     order: Dict[str, int] = Factory(dict)
     by: Dict[str, Dict[Optional[str], List[Row]]] = Factory(dict)
+    unstored: Optional[str] = None
 
     def find(self, where: str, params: Sequence[Any], test: Optional[Callable[[Row], bool]],
              want: Sequence[str]) -> List[Row]:
@@ -361,25 +369,33 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
     path = db_path(directory, root)
     why = _untrusted(directory, path)
     if why:
-        raise _Bypass("run index %s: %s; listing without it" % (path, why))
+        raise _Bypass("%s: %s" % (path, why))
     walked = walk(root, rule)
     for attempt in (1, 2):
+        # An OperationalError is the database's circumstances (locked, read-only, a full disk, no memory):
+        # the index is left as it is. Only one that is not ours, or corrupt, is removed and built again.
         try:
             conn = _connect(path)
+        except sqlite3.OperationalError as exc:
+            raise _Bypass("%s: %s" % (path, _why(exc))) from None
         except (Broken, sqlite3.DatabaseError) as exc:
             if attempt == 2:
-                raise _Bypass("run index %s: %s; listing without it" % (path, _why(exc))) from None
+                raise _Bypass("%s: %s" % (path, _why(exc))) from None
+            _remove(path, exc)
             warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
-            _remove(path)
             continue
         try:
-            return _refresh(conn, root, walked, want, progress, warnings)
+            part = _refresh(conn, root, walked, want, progress, warnings)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if "locked" in str(exc) or attempt == 2:
-                raise _Bypass("run index %s: %s; listing without it" % (path, _why(exc))) from None
+            if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
+                raise _Bypass("%s: %s" % (path, _why(exc))) from None
+            _remove(path, exc)
             warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
-            _remove(path)
+            continue
+        if part.unstored:
+            part.unstored = "run index %s: %s" % (path, part.unstored)
+        return part
     raise AssertionError("unreachable")
 
 
@@ -393,6 +409,8 @@ def _untrusted(directory: str, path: str) -> Optional[str]:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError as exc:
         return "cannot create its directory (%s)" % (exc.strerror or exc)
+    if not os.access(directory, os.W_OK) or (os.path.lexists(path) and not os.access(path, os.W_OK)):
+        return "the cache is read-only"  # a snapshot, a read-only home: a database there cannot even be read (WAL)
     for p, what in ((directory, "directory"), (path, "database")):
         try:
             st = os.lstat(p)
@@ -409,12 +427,22 @@ def _untrusted(directory: str, path: str) -> Optional[str]:
     return None
 
 
-def _remove(path: str) -> None:
+def _remove(path: str, why: BaseException) -> None:
+    """Remove the broken database at ``path`` (``why``: what is wrong with it); :class:`_Bypass` when it cannot be."""
     for p in (path + "-wal", path + "-shm", path):  # a stale WAL must never be applied to a new database
         try:
             os.unlink(p)
         except FileNotFoundError:
             pass
+        except OSError as exc:
+            raise _Bypass("%s: %s, and it cannot be removed (%s)" % (path, _why(why), exc.strerror or exc)) from None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """End a failed write: SQLite ends the transaction itself on some errors (a full disk), and a ROLLBACK
+    then would raise over the error that matters."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -437,7 +465,7 @@ def _connect(path: str) -> sqlite3.Connection:
                         conn.execute(statement)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
             version = VERSION
         if version != VERSION:
@@ -469,6 +497,7 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
     update = _update(conn, part.prefix, walked, sigs, stored, writes, progress, warnings)
+    part.unstored = update.failed
     conn.execute("BEGIN")
     part.conn = conn
     if update.written and conn.execute("SELECT tree FROM state").fetchone()[0] == update.digest:
@@ -508,21 +537,23 @@ def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) 
 class _Update(Record):
     """What :func:`_update` did: ``extra``, the rows read but not stored (by path), ``fresh``, the same by
     relative path, ``digest``, the digest of the tree the database now holds, and whether it was stored
-    (``written``)."""
+    (``written``; ``failed``: why a write did not go in)."""
 
     extra: List[Row]
     fresh: Dict[str, Row]
     digest: bytes
     written: bool
+    failed: Optional[str] = None
 
 
 class _Writes(Record):
     """Where our writes stand: ``count``, the database's write counter (``state.gen``) as our last write left
-    it; ``clean``: no other process wrote since we compared; ``writable``: the database was not locked."""
+    it; ``clean``: no other process wrote since we compared; ``failed``: why a write did not go in (locked
+    past the busy timeout, read-only, a full disk), None while they do."""
 
     count: int
     clean: bool = True
-    writable: bool = True
+    failed: Optional[str] = None
 
 
 class _DirWrite(Record):
@@ -600,7 +631,7 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
     expected = tree_digest(stored_signatures(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
     state = _write(conn, pending, sets, expected, state, warnings)
-    return _Update(extra, fresh, expected, state.clean and state.writable)
+    return _Update(extra, fresh, expected, state.clean and not state.failed, state.failed)
 
 
 def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
@@ -609,7 +640,7 @@ def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[
     still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
     digest is stored when no other process wrote since we compared. Returns where our writes stand now. A
     database still locked after the busy timeout is left as it was: this listing is right without it."""
-    if not before.writable:
+    if before.failed:
         return before
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -617,13 +648,11 @@ def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[
             after = _write_in(conn, pending, sets, digest, before)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc) and "busy" not in str(exc):
-            raise
-        warnings.append("run index busy (%s): not updated this time" % exc)
-        return _Writes(before.count, before.clean, writable=False)
+        warnings.append("run index not updated this time (%s)" % _why(exc))
+        return _Writes(before.count, before.clean, failed=_why(exc))
     return after
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from relaxrepro.manifest import runindex
 from tests.helpers.common import ROOT, clean_env, run_cli
+from tests.helpers.config import run_unprivileged
 from tests.helpers.recording import make_doc, put
 
 OLD = time.time() - 3600  # older than the racy window: such files are stored
@@ -492,3 +493,56 @@ def test_a_missing_home_is_never_created_the_listing_goes_without_an_index(tmp_p
     assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE "
                                                "is set, or no HOME)\n")
     assert not home.exists()
+
+
+def test_a_read_only_cache_is_read_around_with_one_warning(shared_tmp):
+    # A snapshot or a read-only home: the index there is neither written nor removed, the command lists
+    # from the files. As an unprivileged user (root writes through a chmod).
+    _tree(shared_tmp, 3)
+    env = {"RELAXREPRO_CACHE_DIR": str(shared_tmp / "cache")}
+    expected = {c: run_unprivileged(*_argv(c, a), "--no-index", cwd=shared_tmp, env=env)
+                for c, a in (("ls", ()), ("lineage", ("run02",)))}
+    assert run_unprivileged("ls", "runs", cwd=shared_tmp, env=env).returncode == 0  # built, by that user
+    db = Path(runindex.db_path(str(shared_tmp / "cache" / "index"), str(shared_tmp / "runs")))
+    kept = db.read_bytes()
+    for p in (db.parent / name for name in os.listdir(str(db.parent))):
+        p.chmod(0o444)
+    for d in (db.parent, db.parent.parent):
+        d.chmod(0o555)
+    for command, args in (("ls", ()), ("lineage", ("run02",))):
+        res = run_unprivileged(*_argv(command, args), cwd=shared_tmp, env=env)
+        assert (res.returncode, res.stdout) == (0, expected[command].stdout), res.stderr
+        assert res.stderr == "relaxrepro %s: warning: run index %s: the cache is read-only; listing without " \
+                             "it\n" % (command, db)
+    res = run_unprivileged("index", "runs", cwd=shared_tmp, env=env)
+    assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: runs: 3 manifests, not stored: run index "
+                                               "%s: the cache is read-only\n" % db)
+    assert db.read_bytes() == kept
+
+
+def _limited(max_bytes: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+
+def test_index_on_a_full_disk_says_it_stored_nothing_and_fails(tmp_path):
+    # RLIMIT_FSIZE stands for the full disk: a write past it fails (EFBIG; Python ignores SIGXFSZ).
+    runs = tmp_path / "runs"
+    for i in range(300):
+        _age(put(runs / ("d%d" % (i % 7)), make_doc("r%03d" % i, lineage={"note": "n" * 300})))
+    expected = _ls(tmp_path, index=False).stdout
+    for command in (("index", "runs"), ("ls", "runs")):
+        res = subprocess.run([sys.executable, "-m", "relaxrepro", *command], env=_env(tmp_path), cwd=str(tmp_path),
+                             capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(48 * 1024))
+        assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+        if command[0] == "index":
+            assert res.returncode == 1
+            assert res.stderr.startswith("relaxrepro index: error: runs: 300 manifests, not stored: run index ")
+            assert res.stderr.count("\n") == 1
+        else:
+            assert (res.returncode, res.stdout) == (0, expected)
+            assert res.stderr.startswith("relaxrepro ls: warning: run index ") and res.stderr.count("\n") == 1
+    res = run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path)  # room again: stored
+    assert (res.returncode, res.stderr) == (0, "relaxrepro index: runs: 300 manifests\n")
+    assert _same_both_ways(tmp_path) == expected
