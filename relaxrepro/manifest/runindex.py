@@ -471,7 +471,8 @@ def _connect(path: str) -> sqlite3.Connection:
         if version != VERSION:
             raise Broken("index version %s, this relaxrepro writes %d" % (version, VERSION))
         if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-            raise Broken("cannot use write-ahead logging")
+            # Another process holds the new database (it switches on its first open): circumstances, not damage.
+            raise sqlite3.OperationalError("cannot switch to write-ahead logging now")
         conn.execute("PRAGMA synchronous = NORMAL")
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if names != _TABLES or conn.execute("SELECT count(*) FROM state").fetchone()[0] != 1:

@@ -546,3 +546,68 @@ def test_index_on_a_full_disk_says_it_stored_nothing_and_fails(tmp_path):
     res = run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path)  # room again: stored
     assert (res.returncode, res.stderr) == (0, "relaxrepro index: runs: 300 manifests\n")
     assert _same_both_ways(tmp_path) == expected
+
+
+_WRITER = """
+import os, sys, time
+sys.path.insert(0, %r)
+from relaxrepro.manifest import writer
+runs = sys.argv[1]
+for i in range(60):
+    d = os.path.join(runs, "new%%d" %% (i %% 4))
+    os.makedirs(d, exist_ok=True)
+    doc = {"schema_version": "1.0", "run_id": "new%%02d" %% i, "generated_at": "2026-03-01T00:00:%%02dZ" %% i,
+           "command": {"argv": ["x"]}, "code": {}, "config": {}, "environment": {}, "hardware": {}, "runtime": {},
+           "training": {}, "collection": {"probes": {}}}
+    tmp = os.path.join(d, ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(writer.serialize(doc))
+    os.utime(tmp, (time.time() - 3600, time.time() - 3600))  # stored at once: every listing writes the index
+    os.replace(tmp, os.path.join(d, "manifest_new%%02d.json" %% i))
+    time.sleep(0.02)
+"""
+
+
+def test_concurrent_listings_with_a_writer_all_succeed_and_each_is_whole(tmp_path):
+    # 8 processes list one tree 5 times each while another adds runs: listings race to build and update
+    # the index, so some answer from a database another process wrote between their compare and their write.
+    # Every listing exits 0, says nothing on stderr, and is a whole table: each run once, every column.
+    runs = _tree(tmp_path, 40)
+    script = tmp_path / "writer.py"
+    script.write_text(_WRITER % str(ROOT))
+    env = _env(tmp_path)
+    lister = "for i in 1 2 3 4 5; do %s -m relaxrepro ls runs > out.$$.$i 2> err.$$.$i; echo $? >> rc.$$; done"
+    listers = [subprocess.Popen(["bash", "-c", lister % sys.executable], cwd=str(tmp_path), env=env)
+               for _ in range(8)]
+    writer = subprocess.Popen([sys.executable, str(script), str(runs)], cwd=str(tmp_path), env=env)
+    assert [p.wait(timeout=300) for p in listers] == [0] * 8 and writer.wait(timeout=300) == 0
+    codes = "".join(p.read_text() for p in tmp_path.glob("rc.*")).split()
+    errors = [p.read_text() for p in tmp_path.glob("err.*") if p.read_text()]
+    assert (len(codes), set(codes), errors) == (40, {"0"}, [])
+    base = {"run%02d" % i for i in range(40)}
+    for out in tmp_path.glob("out.*"):
+        lines = out.read_text().splitlines()
+        assert lines[0].split() == "RUN TIME (UTC) CODE ALGO GPUS GROUP PARENT OUTCOME PATH".split()
+        rows = [line.split() for line in lines[1:]]
+        for r in rows:
+            where = r[6] if r[0] in base else "new%d" % (int(r[0][3:]) % 4)
+            assert len(r) >= 10 and r[-1] == "runs/%s/manifest_%s.json" % (where, r[0]), (out.name, r)
+        ids = [r[0] for r in rows]
+        assert len(ids) == len(set(ids)) and base <= set(ids), out.name
+    final = _same_both_ways(tmp_path)
+    assert len(final.splitlines()) == 1 + 40 + 60
+
+
+@pytest.mark.parametrize("args", [(), ("--since", "2026-01-01")], ids=["table", "filtered"])
+def test_a_stored_row_without_its_cells_is_listed_from_the_file(tmp_path, args):
+    # What a listing that raced another writer once made of its rows (their cells left out): the table
+    # came out garbled or not at all. The index is never trusted over the files.
+    _tree(tmp_path)
+    expected = _ls(tmp_path, *args, index=False).stdout
+    _ls(tmp_path)
+    conn = sqlite3.connect(str(_db(tmp_path)))
+    with conn:
+        conn.execute("UPDATE files SET cells = '' WHERE path LIKE '%run03.json'")
+    res = _ls(tmp_path, *args)
+    assert (res.returncode, res.stdout) == (0, expected)
+    assert res.stderr == "relaxrepro ls: warning: the run index gave rows without their cells; listing without it\n"
