@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         found = runindex.listing([d], want=(), progress=progress_line())
         for w in found.warnings:
-            if not found.unstored:  # else the error below says it: what was not stored, and why
+            if not any(w.startswith(u) for u in found.unstored):  # the error below says those
                 say("relaxrepro index: warning: %s", w)
         bad = sum(1 for r in found.rows if r.error is not None)
         counted = "%d manifests%s" % (len(found.rows), ", %d unreadable" % bad if bad else "")

@@ -385,7 +385,7 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
             warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
             continue
         try:
-            part = _refresh(conn, root, walked, want, progress, warnings)
+            part = _refresh(conn, root, walked, want, progress)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
@@ -393,8 +393,9 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
             _remove(path, exc)
             warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
             continue
-        if part.unstored:
-            part.unstored = "run index %s: %s" % (path, part.unstored)
+        if part.unstored:  # the listing is right: the rows not stored were read
+            part.unstored = "run index %s: not updated this time (%s)" % (path, part.unstored)
+            warnings.append(part.unstored)
         return part
     raise AssertionError("unreachable")
 
@@ -484,7 +485,7 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
-             progress: Optional[Callable[[int, int], None]], warnings: List[str]) -> _Part:
+             progress: Optional[Callable[[int, int], None]]) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
     its rows hold when they must be kept in memory, see :func:`listing`)."""
     part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
@@ -497,7 +498,7 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
-    update = _update(conn, part.prefix, walked, sigs, stored, writes, progress, warnings)
+    update = _update(conn, part.prefix, walked, sigs, stored, writes, progress)
     part.unstored = update.failed
     conn.execute("BEGIN")
     part.conn = conn
@@ -584,8 +585,7 @@ def _plan(walked: Walked, sigs: List[Tuple[str, bytes]], stored: Dict[str, bytes
 
 
 def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
-            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]],
-            warnings: List[str]) -> _Update:
+            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]]) -> _Update:
     """Re-read what differs from ``stored`` (the directory signatures when the write counter was ``writes``)
     and write it, a directory at a time."""
     plan = _plan(walked, sigs, stored)
@@ -625,22 +625,23 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
             rows_pending += len(new_rows) + 1
         if rows_pending >= CHUNK:
-            state = _write(conn, pending, sets, None, state, warnings)
+            state = _write(conn, pending, sets, None, state)
             pending, sets, rows_pending = [], [], 0
     for rel, sig in dropped:
         pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
     expected = tree_digest(stored_signatures(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
-    state = _write(conn, pending, sets, expected, state, warnings)
+    state = _write(conn, pending, sets, expected, state)
     return _Update(extra, fresh, expected, state.clean and not state.failed, state.failed)
 
 
 def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
-           digest: Optional[bytes], before: _Writes, warnings: List[str]) -> _Writes:
+           digest: Optional[bytes], before: _Writes) -> _Writes:
     """Write ``pending`` directories (rows and signature together, each only when its stored signature is
     still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
     digest is stored when no other process wrote since we compared. Returns where our writes stand now. A
-    database still locked after the busy timeout is left as it was: this listing is right without it."""
+    database still locked after the busy timeout, read-only or on a full disk is left as it was (``failed``
+    says why): this listing is right without it."""
     if before.failed:
         return before
     try:
@@ -652,7 +653,6 @@ def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[
             _rollback(conn)
             raise
     except sqlite3.OperationalError as exc:
-        warnings.append("run index not updated this time (%s)" % _why(exc))
         return _Writes(before.count, before.clean, failed=_why(exc))
     return after
 

@@ -611,3 +611,26 @@ def test_a_stored_row_without_its_cells_is_listed_from_the_file(tmp_path, args):
     res = _ls(tmp_path, *args)
     assert (res.returncode, res.stdout) == (0, expected)
     assert res.stderr == "relaxrepro ls: warning: the run index gave rows without their cells; listing without it\n"
+
+
+def test_index_whose_writes_fail_on_a_full_disk_keeps_the_old_index_and_fails(tmp_path):
+    runs = tmp_path / "runs"
+    for i in range(20):
+        _age(put(runs / "old", make_doc("o%02d" % i)))
+    assert run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path).returncode == 0
+    for i in range(200):
+        _age(put(runs / ("d%d" % (i % 7)), make_doc("r%03d" % i, lineage={"note": "n" * 300})))
+    expected = _ls(tmp_path, index=False).stdout
+    room = _db(tmp_path).stat().st_size + 32 * 1024  # the database opens; the new rows do not fit
+    for command in ("index", "ls"):
+        res = subprocess.run([sys.executable, "-m", "relaxrepro", command, "runs"], env=_env(tmp_path),
+                             cwd=str(tmp_path), capture_output=True, text=True, timeout=120,
+                             preexec_fn=lambda: _limited(room))
+        why = "run index %s: not updated this time (" % _db(tmp_path)
+        if command == "index":
+            assert res.returncode == 1 and res.stderr.count("\n") == 1, res.stderr
+            assert res.stderr.startswith("relaxrepro index: error: runs: 220 manifests, not stored: " + why)
+        else:
+            assert (res.returncode, res.stdout) == (0, expected)
+            assert res.stderr.startswith("relaxrepro ls: warning: " + why) and res.stderr.count("\n") == 1
+    assert sqlite3.connect(str(_db(tmp_path))).execute("SELECT count(*) FROM files").fetchone()[0] == 20
