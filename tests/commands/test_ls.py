@@ -316,3 +316,14 @@ def test_links_out_of_the_listed_trees_are_not_followed_and_said_once(tmp_path):
     res = run_cli("ls", "runs", "other", cwd=tmp_path, env=dict(clean_env(), **env), timeout=30)
     assert sorted(line.split()[0] for line in res.stdout.splitlines()[1:]) == sorted(ids + ["sibling-run"])
     assert "3 symbolic links lead out" in res.stderr and "runs/shared" not in res.stderr
+
+
+def test_report_of_a_tree_with_a_link_to_the_root_stays_in_the_tree(tmp_path):
+    runs = _tree(tmp_path)
+    os.symlink("/", str(runs / "root"))
+    res = run_cli("report", "runs", "-o", "r.html", cwd=tmp_path, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[0] == ("relaxrepro report: warning: 1 symbolic link leads out of the directories "
+                                          "listed and was not followed: runs/root -> /")
+    page = (tmp_path / "r.html").read_text()
+    assert all(run in page for run in ("20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"))
