@@ -20,12 +20,19 @@ def run(args: argparse.Namespace) -> int:
     if cache_dir(os.environ) is None:
         say("relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE is set, or no HOME)")
         return Exit.FAIL
+    failed = False
     for d in dirs:
         if not os.path.isdir(d):
             continue
         found = runindex.listing([d], want=(), progress=progress_line())
         for w in found.warnings:
-            say("relaxrepro index: warning: %s", w)
+            if not any(w.startswith(u) for u in found.unstored):  # the error below says those
+                say("relaxrepro index: warning: %s", w)
         bad = sum(1 for r in found.rows if r.error is not None)
-        say("relaxrepro index: %s: %d manifests%s", d, len(found.rows), ", %d unreadable" % bad if bad else "")
-    return Exit.FAIL if missing else Exit.OK
+        counted = "%d manifests%s" % (len(found.rows), ", %d unreadable" % bad if bad else "")
+        if found.unstored:
+            say("relaxrepro index: error: %s: %s, not stored: %s", d, counted, "; ".join(found.unstored))
+            failed = True
+        else:
+            say("relaxrepro index: %s: %s", d, counted)
+    return Exit.FAIL if missing or failed else Exit.OK

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as else [])
     present = [d for d in dirs if os.path.exists(d)]
     src = runindex.open_roots(present, use_index=not args.no_index, want=want, progress=progress_line())
+    opened = want
     if not args.same_as and all(c.package is not None for c in clauses):
         want = want[:1]
     try:
@@ -50,7 +51,16 @@ def run(args: argparse.Namespace) -> int:
             bad_count, total, shown = json.loads(kept[0])
             text = kept[1].decode("utf-8", "surrogateescape")
         else:
-            text, bad_count, total, shown = _answer(src, args, want, clauses, since, until, dirs, filtered)
+            try:
+                text, bad_count, total, shown = _answer(src, args, want, clauses, since, until, dirs, filtered)
+            except _Shape:
+                # The index is never trusted over the files: a row without the cells it was asked for (a race
+                # or a damaged database) costs a listing from the files, never a garbled table.
+                say("relaxrepro ls: warning: the run index gave rows without their cells; listing without it")
+                src.close()
+                src = runindex.open_roots(present, use_index=False, want=opened)
+                key = None
+                text, bad_count, total, shown = _answer(src, args, opened, clauses, since, until, dirs, filtered)
             if key:
                 src.keep(key, json.dumps([bad_count, total, shown]), text.encode("utf-8", "surrogateescape"))
     finally:
@@ -63,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
     elif not total and not missing:
         say("relaxrepro ls: no manifest_*.json under %s", ", ".join(dirs))
     return Exit.FAIL if missing else Exit.OK
+
+
+CELLS = 9
+"""The cells of a readable run's line but its path (:func:`~relaxrepro.manifest.summary.ls_cells`)."""
+
+
+class _Shape(Exception):
+    """A row of the listing lacks the cells of its line."""
 
 
 def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:
@@ -81,7 +99,9 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
             text = ""
             if good or bad:
                 cells = "\t".join([g[3] for g in good]).split("\t") if good else []
-                columns = [cells[i::9] for i in range(9)]
+                if len(cells) != CELLS * len(good):
+                    raise _Shape()
+                columns = [cells[i::CELLS] for i in range(CELLS)]
                 text = render_columns(columns, [g[2] for g in good], bad)
             return text, len(bad), len(good) + len(bad), len(good) + len(bad)
     if not filtered:
@@ -109,7 +129,10 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
     elif rows:
         good = sorted((r for r in rows if r.error is None), key=lambda r: (r.generated_at, r.run_id or ""))
         bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
-        text = render_rows([r.cells.split("\t") for r in good], [r.path for r in good], bad)
+        cells = [r.cells.split("\t") for r in good]
+        if any(len(c) != CELLS for c in cells):
+            raise _Shape()
+        text = render_rows(cells, [r.path for r in good], bad)
     return text, sum(1 for r in rows if r.error is not None), total, len(rows)
 
 

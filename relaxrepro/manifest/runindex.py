@@ -38,7 +38,7 @@ from ..std.cache import cache_dir
 from ..std.records import Factory, Record
 from ..std.sha import sha256, sha256_hex
 from .runrow import STORED, Row, read_row
-from .scan import walk_root
+from .scan import Walk, walk_root
 from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign, walk
 
 TYPE_CHECKING = False
@@ -88,12 +88,14 @@ class Broken(Exception):
 
 
 class Listing(Record):
-    """The rows of a listing in walk order, the package sets their ``pkgkey`` names (with ``facts``), and
-    the warnings to say once (a database bypassed or rebuilt)."""
+    """The rows of a listing in walk order, the package sets their ``pkgkey`` names (with ``facts``), the
+    warnings to say once (a database bypassed or rebuilt), and why the database does not hold the rows
+    (``unstored``: bypassed, read-only, a failed write; empty when stored, files written just now aside)."""
 
     rows: List[Row] = Factory(list)
     packages: Dict[str, Dict[str, str]] = Factory(dict)
     warnings: List[str] = Factory(list)
+    unstored: List[str] = Factory(list)
 
 
 def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = ("cells",),
@@ -108,7 +110,7 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
     try:
         rows = src.find(want=want)
         packages = src.packages({r.pkgkey for r in rows if r.pkgkey}) if "facts" in want else {}
-        return Listing(rows, packages, src.warnings)
+        return Listing(rows, packages, src.warnings, src.unstored)
     finally:
         src.close()
 
@@ -119,21 +121,25 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
     """The manifests below ``roots``, checked against the files now, to be asked with :meth:`Source.find`
     (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`)."""
     src = Source()
-    linked: Set[str] = set()
+    rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
     for root in roots:
         if directory is None or os.path.isfile(root):
-            src.parts.append(_scan(root, linked, want))
+            src.parts.append(_scan(root, rule, want))
             continue
-        before = set(linked)
         try:
-            src.parts.append(_indexed(root, linked, os.path.join(directory, "index"), want, src.warnings,
+            src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
                                       progress))
         except _Bypass as exc:
-            src.warnings.append(exc.args[0])
-            linked.clear()
-            linked.update(before)
-            src.parts.append(_scan(root, linked, want))
+            src.warnings.append("run index %s; listing without it" % exc.args[0])
+            src.unstored.append("run index %s" % exc.args[0])
+            src.parts.append(_scan(root, rule, want))
+            continue
+        if src.parts[-1].unstored:
+            src.unstored.append(src.parts[-1].unstored)
+    left = rule.warning()
+    if left:
+        src.warnings.append(left)
     return src
 
 
@@ -152,6 +158,7 @@ class Source(Record):
 
     parts: List[_Part] = Factory(list)
     warnings: List[str] = Factory(list)
+    unstored: List[str] = Factory(list)
 
     def find(self, where: str = "", params: Sequence[Any] = (), test: Optional[Callable[[Row], bool]] = None,
              want: Sequence[str] = ()) -> List[Row]:
@@ -247,7 +254,7 @@ class Source(Record):
                                  "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
         except sqlite3.Error:
             pass
@@ -271,6 +278,7 @@ class _Part(Record):
     extra: List[Row] = Factory(list)
     order: Dict[str, int] = Factory(dict)
     by: Dict[str, Dict[Optional[str], List[Row]]] = Factory(dict)
+    unstored: Optional[str] = None
 
     def find(self, where: str, params: Sequence[Any], test: Optional[Callable[[Row], bool]],
              want: Sequence[str]) -> List[Row]:
@@ -341,9 +349,9 @@ class _Bypass(Exception):
     pass
 
 
-def _scan(root: str, linked: Set[str], want: Sequence[str]) -> _Part:
+def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
     part = _Part(os.path.join(root, ""), rows=[])
-    for path in walk_root(root, linked):
+    for path in walk_root(root, rule):
         row, pkgs = read_row(path, facts="facts" in want)
         part.rows.append(row)
         if pkgs is not None:
@@ -356,30 +364,39 @@ def db_path(directory: str, root: str) -> str:
                         .hexdigest()[:32] + ".sqlite")
 
 
-def _indexed(root: str, linked: Set[str], directory: str, want: Sequence[str], warnings: List[str],
+def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warnings: List[str],
              progress: Optional[Callable[[int, int], None]]) -> _Part:
     path = db_path(directory, root)
     why = _untrusted(directory, path)
     if why:
-        raise _Bypass("run index %s: %s; listing without it" % (path, why))
-    walked = walk(root, linked)
+        raise _Bypass("%s: %s" % (path, why))
+    walked = walk(root, rule)
     for attempt in (1, 2):
+        # An OperationalError is the database's circumstances (locked, read-only, a full disk, no memory):
+        # the index is left as it is. Only one that is not ours, or corrupt, is removed and built again.
         try:
             conn = _connect(path)
+        except sqlite3.OperationalError as exc:
+            raise _Bypass("%s: %s" % (path, _why(exc))) from None
         except (Broken, sqlite3.DatabaseError) as exc:
             if attempt == 2:
-                raise _Bypass("run index %s: %s; listing without it" % (path, _why(exc))) from None
+                raise _Bypass("%s: %s" % (path, _why(exc))) from None
+            _remove(path, exc)
             warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
-            _remove(path)
             continue
         try:
-            return _refresh(conn, root, walked, want, progress, warnings)
+            part = _refresh(conn, root, walked, want, progress)
         except sqlite3.DatabaseError as exc:
             conn.close()
-            if "locked" in str(exc) or attempt == 2:
-                raise _Bypass("run index %s: %s; listing without it" % (path, _why(exc))) from None
+            if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
+                raise _Bypass("%s: %s" % (path, _why(exc))) from None
+            _remove(path, exc)
             warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
-            _remove(path)
+            continue
+        if part.unstored:  # the listing is right: the rows not stored were read
+            part.unstored = "run index %s: not updated this time (%s)" % (path, part.unstored)
+            warnings.append(part.unstored)
+        return part
     raise AssertionError("unreachable")
 
 
@@ -393,6 +410,8 @@ def _untrusted(directory: str, path: str) -> Optional[str]:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError as exc:
         return "cannot create its directory (%s)" % (exc.strerror or exc)
+    if not os.access(directory, os.W_OK) or (os.path.lexists(path) and not os.access(path, os.W_OK)):
+        return "the cache is read-only"  # a snapshot, a read-only home: a database there cannot even be read (WAL)
     for p, what in ((directory, "directory"), (path, "database")):
         try:
             st = os.lstat(p)
@@ -409,12 +428,22 @@ def _untrusted(directory: str, path: str) -> Optional[str]:
     return None
 
 
-def _remove(path: str) -> None:
+def _remove(path: str, why: BaseException) -> None:
+    """Remove the broken database at ``path`` (``why``: what is wrong with it); :class:`_Bypass` when it cannot be."""
     for p in (path + "-wal", path + "-shm", path):  # a stale WAL must never be applied to a new database
         try:
             os.unlink(p)
         except FileNotFoundError:
             pass
+        except OSError as exc:
+            raise _Bypass("%s: %s, and it cannot be removed (%s)" % (path, _why(why), exc.strerror or exc)) from None
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """End a failed write: SQLite ends the transaction itself on some errors (a full disk), and a ROLLBACK
+    then would raise over the error that matters."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -437,13 +466,14 @@ def _connect(path: str) -> sqlite3.Connection:
                         conn.execute(statement)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
             version = VERSION
         if version != VERSION:
             raise Broken("index version %s, this relaxrepro writes %d" % (version, VERSION))
         if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-            raise Broken("cannot use write-ahead logging")
+            # Another process holds the new database (it switches on its first open): circumstances, not damage.
+            raise sqlite3.OperationalError("cannot switch to write-ahead logging now")
         conn.execute("PRAGMA synchronous = NORMAL")
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if names != _TABLES or conn.execute("SELECT count(*) FROM state").fetchone()[0] != 1:
@@ -455,7 +485,7 @@ def _connect(path: str) -> sqlite3.Connection:
 
 
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
-             progress: Optional[Callable[[int, int], None]], warnings: List[str]) -> _Part:
+             progress: Optional[Callable[[int, int], None]]) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
     its rows hold when they must be kept in memory, see :func:`listing`)."""
     part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
@@ -468,7 +498,8 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
-    update = _update(conn, part.prefix, walked, sigs, stored, writes, progress, warnings)
+    update = _update(conn, part.prefix, walked, sigs, stored, writes, progress)
+    part.unstored = update.failed
     conn.execute("BEGIN")
     part.conn = conn
     if update.written and conn.execute("SELECT tree FROM state").fetchone()[0] == update.digest:
@@ -508,21 +539,23 @@ def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) 
 class _Update(Record):
     """What :func:`_update` did: ``extra``, the rows read but not stored (by path), ``fresh``, the same by
     relative path, ``digest``, the digest of the tree the database now holds, and whether it was stored
-    (``written``)."""
+    (``written``; ``failed``: why a write did not go in)."""
 
     extra: List[Row]
     fresh: Dict[str, Row]
     digest: bytes
     written: bool
+    failed: Optional[str] = None
 
 
 class _Writes(Record):
     """Where our writes stand: ``count``, the database's write counter (``state.gen``) as our last write left
-    it; ``clean``: no other process wrote since we compared; ``writable``: the database was not locked."""
+    it; ``clean``: no other process wrote since we compared; ``failed``: why a write did not go in (locked
+    past the busy timeout, read-only, a full disk), None while they do."""
 
     count: int
     clean: bool = True
-    writable: bool = True
+    failed: Optional[str] = None
 
 
 class _DirWrite(Record):
@@ -552,8 +585,7 @@ def _plan(walked: Walked, sigs: List[Tuple[str, bytes]], stored: Dict[str, bytes
 
 
 def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
-            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]],
-            warnings: List[str]) -> _Update:
+            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]]) -> _Update:
     """Re-read what differs from ``stored`` (the directory signatures when the write counter was ``writes``)
     and write it, a directory at a time."""
     plan = _plan(walked, sigs, stored)
@@ -593,23 +625,24 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
             rows_pending += len(new_rows) + 1
         if rows_pending >= CHUNK:
-            state = _write(conn, pending, sets, None, state, warnings)
+            state = _write(conn, pending, sets, None, state)
             pending, sets, rows_pending = [], [], 0
     for rel, sig in dropped:
         pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
     expected = tree_digest(stored_signatures(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
-    state = _write(conn, pending, sets, expected, state, warnings)
-    return _Update(extra, fresh, expected, state.clean and state.writable)
+    state = _write(conn, pending, sets, expected, state)
+    return _Update(extra, fresh, expected, state.clean and not state.failed, state.failed)
 
 
 def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
-           digest: Optional[bytes], before: _Writes, warnings: List[str]) -> _Writes:
+           digest: Optional[bytes], before: _Writes) -> _Writes:
     """Write ``pending`` directories (rows and signature together, each only when its stored signature is
     still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
     digest is stored when no other process wrote since we compared. Returns where our writes stand now. A
-    database still locked after the busy timeout is left as it was: this listing is right without it."""
-    if not before.writable:
+    database still locked after the busy timeout, read-only or on a full disk is left as it was (``failed``
+    says why): this listing is right without it."""
+    if before.failed:
         return before
     try:
         conn.execute("BEGIN IMMEDIATE")
@@ -617,13 +650,10 @@ def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[
             after = _write_in(conn, pending, sets, digest, before)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
     except sqlite3.OperationalError as exc:
-        if "locked" not in str(exc) and "busy" not in str(exc):
-            raise
-        warnings.append("run index busy (%s): not updated this time" % exc)
-        return _Writes(before.count, before.clean, writable=False)
+        return _Writes(before.count, before.clean, failed=_why(exc))
     return after
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..std.records import Record
+from ..std.records import Factory, Record
 from .model import READ_LIMIT_BYTES
 from .reader import ManifestError, ReadError, check_version, parse_json, parse_manifest, read_bytes, read_ends
 from .summary import LS_FIELDS
@@ -53,10 +53,11 @@ class Entry(Record):
         return value if isinstance(value, str) else None
 
 
-def scan(roots: Iterable[str], fields: Sequence[str] = LS_FIELDS) -> List[Entry]:
-    """Every manifest below ``roots``, read or marked unreadable, in walk order."""
+def scan(roots: Iterable[str], fields: Sequence[str] = LS_FIELDS, walk: Optional[Walk] = None) -> List[Entry]:
+    """Every manifest below ``roots``, read or marked unreadable, in walk order; ``walk``: the rule, which
+    keeps the links it did not follow (see :class:`Walk`)."""
     entries = []
-    for path in find_manifests(roots):
+    for path in find_manifests(roots, walk):
         try:
             entries.append(Entry(path, read_fields(path, fields)))
         except ManifestError as exc:
@@ -66,31 +67,69 @@ def scan(roots: Iterable[str], fields: Sequence[str] = LS_FIELDS) -> List[Entry]
 
 # -- the walk ---------------------------------------------------------------------------------------
 
-def find_manifests(roots: Iterable[str]) -> Iterator[str]:
+def find_manifests(roots: Iterable[str], walk: Optional[Walk] = None) -> Iterator[str]:
     """Paths of ``manifest_*.json`` below ``roots`` (a file root is yielded as is).
 
     Hidden directories, ``__pycache__``, ``node_modules``, ``wandb`` and checkpoint iteration
-    directories are skipped. Symlinked directories are
-    followed (run trees link shared runs in) once each, and never into a directory that contains
-    them (a loop). Only symlinks cost a ``stat``: the walk itself reads directory entries alone.
+    directories are skipped; a symlinked directory is never followed (:class:`Walk`). Only symlinks
+    cost a ``stat``: the walk itself reads directory entries alone.
     """
-    linked: set = set()
+    roots = list(roots)
+    walk = Walk.of(roots) if walk is None else walk
     for root in roots:
-        yield from walk_root(root, linked)
+        yield from walk_root(root, walk)
 
 
-def walk_root(root: str, linked: set) -> Iterator[str]:
-    """:func:`find_manifests` for one root; ``linked``: the symlink targets followed so far, shared by the
-    roots of one listing (the run index walks each root on its own, and must list what the scan lists)."""
+class Walk(Record):
+    """The one rule of every walk over run trees, shared by the roots of one listing: the walk never leaves
+    its roots through a link. A symbolic link to a directory is not followed: where it leads is either below
+    a root (and walked there, so never twice) or outside all of them (a link to ``/`` or ``..`` once made
+    ``ls`` read every manifest on the machine): those are kept in ``outside`` as (link, its target), for one
+    warning (:meth:`warning`). A root that is itself a link is followed: the user named it.
+
+    ``roots``: the real paths of the roots."""
+
+    roots: List[str]
+    outside: List[Tuple[str, str]] = Factory(list)
+
+    @classmethod
+    def of(cls, roots: Iterable[str]) -> Walk:
+        return cls([os.path.realpath(r) for r in roots])
+
+    def note(self, link: str) -> None:
+        """``link`` (a symlinked directory met by the walk) is not followed: say so when it leads outside."""
+        target = os.path.realpath(link)
+        if not any(target == r or target.startswith(os.path.join(r, "")) for r in self.roots):
+            try:
+                shown = os.readlink(link)
+            except OSError:
+                shown = target
+            self.outside.append((link, shown))
+
+    def warning(self, shown: Callable[[str], str] = str) -> Optional[str]:
+        """One line about the links that lead outside the roots (None: there were none), each link's path as
+        ``shown`` shows it."""
+        found = sorted(set(self.outside))
+        if not found:
+            return None
+        named = ", ".join("%s -> %s" % (shown(link), target) for link, target in found[:3])
+        return "%d symbolic link%s lead%s out of the directories listed and %s not followed: %s%s" % (
+            len(found), "s" if len(found) != 1 else "", "" if len(found) != 1 else "s",
+            "were" if len(found) != 1 else "was", named, ", ..." if len(found) > 3 else "")
+
+
+def walk_root(root: str, walk: Walk) -> Iterator[str]:
+    """:func:`find_manifests` for one root; ``walk``: the rule and what it met, shared by the roots of one
+    listing (the run index walks each root on its own, and must list what the scan lists)."""
     if os.path.isfile(root):
         yield root
         return
-    for d, names, _ in walk_dirs(root, linked):
+    for d, names, _ in walk_dirs(root, walk):
         for name in names:
             yield os.path.join(d, name)
 
 
-def walk_dirs(root: str, linked: set, *, key: Optional[Callable[[int, int, int], Any]] = None
+def walk_dirs(root: str, walk: Walk, *, key: Optional[Callable[[int, int, int], Any]] = None
               ) -> Iterator[Tuple[str, List[str], List[Any]]]:
     """Each directory below the directory ``root`` that :func:`walk_root` visits, in its order, with the
     names of its manifests sorted (so the walk order is the same on every file system) and, given
@@ -102,7 +141,7 @@ def walk_dirs(root: str, linked: set, *, key: Optional[Callable[[int, int, int],
     stack = [root]
     while stack:
         d = stack.pop()
-        subdirs, found = _read_dir(d, linked, key, by_fd)
+        subdirs, found = _read_dir(d, walk, key, by_fd)
         found.sort()
         if key is None:
             yield d, found, []
@@ -113,7 +152,7 @@ def walk_dirs(root: str, linked: set, *, key: Optional[Callable[[int, int, int],
         stack.extend(sorted(subdirs, reverse=True))
 
 
-def _read_dir(d: str, linked: set, key: Optional[Callable[[int, int, int], Any]], by_fd: bool
+def _read_dir(d: str, walk: Walk, key: Optional[Callable[[int, int, int], Any]], by_fd: bool
               ) -> Tuple[List[str], List[Any]]:
     """(the subdirectories of ``d`` to walk, its manifests: names, or (name, key) pairs given ``key``). An
     entry that cannot be looked at is left out; a directory that cannot be read lists what it listed before
@@ -129,8 +168,11 @@ def _read_dir(d: str, linked: set, key: Optional[Callable[[int, int, int], Any]]
                 name = e.name
                 try:
                     if e.is_dir():
-                        if not (name.startswith(".") or name in _SKIP_DIRS or _CHECKPOINT_DIR.match(name)) and (
-                                not e.is_symlink() or _follow(e, d, linked)):
+                        if name.startswith(".") or name in _SKIP_DIRS or _CHECKPOINT_DIR.match(name):
+                            continue
+                        if e.is_symlink():
+                            walk.note(e.path)
+                        else:
                             subdirs.append(e.path)
                     elif name.startswith("manifest_") and name.endswith(".json"):
                         found.append(name if key is None else (name, _stat_key(e, fd, key)))
@@ -142,17 +184,6 @@ def _read_dir(d: str, linked: set, key: Optional[Callable[[int, int, int], Any]]
         if fd is not None:
             os.close(fd)
     return subdirs, found
-
-
-def _follow(e: os.DirEntry, d: str, linked: set) -> bool:
-    """Whether the walk follows the symlinked directory ``e`` of ``d``: once, and never into a directory
-    that contains it (a loop); one followed is added to ``linked``."""
-    target = os.path.realpath(e.path)
-    here = os.path.realpath(d)
-    if target in linked or here == target or here.startswith(target + os.sep):
-        return False
-    linked.add(target)
-    return True
 
 
 def _stat_key(e: os.DirEntry, fd: Optional[int], key: Callable[[int, int, int], Any]) -> Any:

@@ -13,17 +13,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+    from .scan import Walk
+
     Walked = List[Tuple[str, List[str], List[Optional[bytes]]]]
 
 KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
 
 
-def walk(root: str, linked: Set[str]) -> Walked:
+def walk(root: str, rule: Walk) -> Walked:
     """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
-    packed keys (None: the file vanished or cannot be stat'ed)."""
+    packed keys (None: the file vanished or cannot be stat'ed); ``rule``: the walk's (:class:`scan.Walk`)."""
     prefix = os.path.join(root, "")
     return [(d[len(prefix):] if d != root else "", names, keys)
-            for d, names, keys in walk_dirs(root, linked, key=KEY.pack) if names]
+            for d, names, keys in walk_dirs(root, rule, key=KEY.pack) if names]
 
 
 def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:

@@ -40,14 +40,14 @@ def cache_dir(env: Mapping[str, str]) -> Optional[str]:
 
 def base_dir(env: Mapping[str, str]) -> Optional[str]:
     """relaxrepro's per-user directory (also of the fingerprint cache, which RELAXREPRO_NO_CACHE leaves
-    alone: it holds digests a user computed on purpose), or None when no home is known."""
+    alone: it holds digests a user computed on purpose), or None when no home is known or it does not exist."""
     if env.get("RELAXREPRO_CACHE_DIR"):
         return env["RELAXREPRO_CACHE_DIR"]
     base = env.get("XDG_CACHE_HOME")
     if not base:
         home = env.get("HOME")
-        if not home:
-            return None
+        if not home or not os.path.isdir(home):
+            return None  # a home that is not there is no home: a cache must never create one (HOME=/nonexistent)
         base = os.path.join(home, ".cache")
     return os.path.join(base, "relaxrepro")
 

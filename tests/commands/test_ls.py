@@ -11,7 +11,7 @@ import pytest
 from relaxrepro.manifest import scan, writer
 from relaxrepro.manifest.reader import ManifestError
 from relaxrepro.manifest.summary import LS_FIELDS
-from tests.helpers.common import generate, run_cli, validate_manifest
+from tests.helpers.common import clean_env, generate, run_cli, validate_manifest
 from tests.helpers.recording import make_doc, put
 
 
@@ -287,3 +287,43 @@ def test_large_manifests_are_read_from_their_ends(tmp_path, patch_kb):
     assert scan.read_fields(str(path)) == {k: doc[k] for k in LS_FIELDS if k in doc}
     assert scan.read_fields(str(path), ("environment", "run_id", "schema_version"))["environment"] == \
         doc["environment"]
+
+
+def test_links_out_of_the_listed_trees_are_not_followed_and_said_once(tmp_path):
+    # A link to /, to .., to an ancestor and to a sibling tree lead out of what was listed: the walk stays
+    # in its roots (a link to / once made ls read every manifest on the machine). A link inside the tree
+    # is not walked a second time. The sibling is listed when it is named.
+    runs = _tree(tmp_path)
+    sibling = tmp_path / "other"
+    put(sibling / "x", make_doc("sibling-run"))
+    os.symlink("/", str(runs / "root"))
+    os.symlink("..", str(runs / "up"))
+    os.symlink("..", str(runs / "a" / "up"))  # runs itself: inside the tree
+    os.symlink(str(tmp_path), str(runs / "b" / "deep" / "ancestor"))
+    os.symlink(str(sibling), str(runs / "shared"))
+    os.symlink(str(runs / "b"), str(runs / "a" / "b-again"))  # inside the tree: listed once, no warning
+    env = {"RELAXREPRO_CACHE_DIR": str(tmp_path / "cache")}
+    ids = sorted(["20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"])
+    for args in ((), ("--no-index",), (), ("--json",)):
+        res = run_cli("ls", "runs", *args, cwd=tmp_path, env=dict(clean_env(), **env), timeout=30)
+        assert res.returncode == 0, res.stderr
+        shown = ([r["run_id"] for r in json.loads(res.stdout)] if "--json" in args
+                 else [line.split()[0] for line in res.stdout.splitlines()[1:]])
+        assert sorted(shown) == ids
+        assert res.stderr == ("relaxrepro ls: warning: 4 symbolic links lead out of the directories listed and "
+                              "were not followed: runs/b/deep/ancestor -> %s, runs/root -> /, runs/shared -> %s, ...\n"
+                              % (tmp_path, sibling))
+    res = run_cli("ls", "runs", "other", cwd=tmp_path, env=dict(clean_env(), **env), timeout=30)
+    assert sorted(line.split()[0] for line in res.stdout.splitlines()[1:]) == sorted(ids + ["sibling-run"])
+    assert "3 symbolic links lead out" in res.stderr and "runs/shared" not in res.stderr
+
+
+def test_report_of_a_tree_with_a_link_to_the_root_stays_in_the_tree(tmp_path):
+    runs = _tree(tmp_path)
+    os.symlink("/", str(runs / "root"))
+    res = run_cli("report", "runs", "-o", "r.html", cwd=tmp_path, timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[0] == ("relaxrepro report: warning: 1 symbolic link leads out of the directories "
+                                          "listed and was not followed: runs/root -> /")
+    page = (tmp_path / "r.html").read_text()
+    assert all(run in page for run in ("20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"))

@@ -14,6 +14,7 @@ import pytest
 
 from relaxrepro.manifest import runindex
 from tests.helpers.common import ROOT, clean_env, run_cli
+from tests.helpers.config import run_unprivileged
 from tests.helpers.recording import make_doc, put
 
 OLD = time.time() - 3600  # older than the racy window: such files are stored
@@ -479,3 +480,159 @@ def test_a_write_by_another_process_between_compare_and_write_is_never_taken_for
     assert res.stdout == "[1] [] %s True\n" % ["run%02d" % i for i in range(6)]
     out = _same_both_ways(tmp_path)
     assert "late" in out and "gW" in out
+
+
+def test_a_missing_home_is_never_created_the_listing_goes_without_an_index(tmp_path):
+    _tree(tmp_path, 2)
+    home = tmp_path / "nohome"
+    env = clean_env(HOME=str(home))
+    env.pop("XDG_CACHE_HOME", None)
+    for command in (("ls", "runs"), ("lineage", "run01", "runs"), ("compare", "--group", "g1", "runs")):
+        res = run_cli(*command, env=env, cwd=tmp_path)
+        assert res.returncode == 0 and res.stderr == "", (command, res.stderr)
+    assert len(run_cli("ls", "runs", env=env, cwd=tmp_path).stdout.splitlines()) == 3
+    res = run_cli("index", "runs", env=env, cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE "
+                                               "is set, or no HOME)\n")
+    assert not home.exists()
+
+
+def test_a_read_only_cache_is_read_around_with_one_warning(shared_tmp):
+    # A snapshot or a read-only home: the index there is neither written nor removed, the command lists
+    # from the files. As an unprivileged user (root writes through a chmod).
+    _tree(shared_tmp, 3)
+    env = {"RELAXREPRO_CACHE_DIR": str(shared_tmp / "cache")}
+    expected = {c: run_unprivileged(*_argv(c, a), "--no-index", cwd=shared_tmp, env=env)
+                for c, a in (("ls", ()), ("lineage", ("run02",)))}
+    assert run_unprivileged("ls", "runs", cwd=shared_tmp, env=env).returncode == 0  # built, by that user
+    db = Path(runindex.db_path(str(shared_tmp / "cache" / "index"), str(shared_tmp / "runs")))
+    kept = db.read_bytes()
+    for p in (db.parent / name for name in os.listdir(str(db.parent))):
+        p.chmod(0o444)
+    for d in (db.parent, db.parent.parent):
+        d.chmod(0o555)
+    for command, args in (("ls", ()), ("lineage", ("run02",))):
+        res = run_unprivileged(*_argv(command, args), cwd=shared_tmp, env=env)
+        assert (res.returncode, res.stdout) == (0, expected[command].stdout), res.stderr
+        assert res.stderr == "relaxrepro %s: warning: run index %s: the cache is read-only; listing without " \
+                             "it\n" % (command, db)
+    res = run_unprivileged("index", "runs", cwd=shared_tmp, env=env)
+    assert (res.returncode, res.stderr) == (1, "relaxrepro index: error: runs: 3 manifests, not stored: run index "
+                                               "%s: the cache is read-only\n" % db)
+    assert db.read_bytes() == kept
+
+
+def _limited(max_bytes: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, max_bytes))
+
+
+def test_index_on_a_full_disk_says_it_stored_nothing_and_fails(tmp_path):
+    # RLIMIT_FSIZE stands for the full disk: a write past it fails (EFBIG; Python ignores SIGXFSZ).
+    runs = tmp_path / "runs"
+    for i in range(300):
+        _age(put(runs / ("d%d" % (i % 7)), make_doc("r%03d" % i, lineage={"note": "n" * 300})))
+    expected = _ls(tmp_path, index=False).stdout
+    for command in (("index", "runs"), ("ls", "runs")):
+        res = subprocess.run([sys.executable, "-m", "relaxrepro", *command], env=_env(tmp_path), cwd=str(tmp_path),
+                             capture_output=True, text=True, timeout=120, preexec_fn=lambda: _limited(48 * 1024))
+        assert "Traceback" not in res.stderr and "internal error" not in res.stderr, res.stderr
+        if command[0] == "index":
+            assert res.returncode == 1
+            assert res.stderr.startswith("relaxrepro index: error: runs: 300 manifests, not stored: run index ")
+            assert res.stderr.count("\n") == 1
+        else:
+            assert (res.returncode, res.stdout) == (0, expected)
+            assert res.stderr.startswith("relaxrepro ls: warning: run index ") and res.stderr.count("\n") == 1
+    res = run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path)  # room again: stored
+    assert (res.returncode, res.stderr) == (0, "relaxrepro index: runs: 300 manifests\n")
+    assert _same_both_ways(tmp_path) == expected
+
+
+_WRITER = """
+import os, sys, time
+sys.path.insert(0, %r)
+from relaxrepro.manifest import writer
+runs = sys.argv[1]
+for i in range(60):
+    d = os.path.join(runs, "new%%d" %% (i %% 4))
+    os.makedirs(d, exist_ok=True)
+    doc = {"schema_version": "1.0", "run_id": "new%%02d" %% i, "generated_at": "2026-03-01T00:00:%%02dZ" %% i,
+           "command": {"argv": ["x"]}, "code": {}, "config": {}, "environment": {}, "hardware": {}, "runtime": {},
+           "training": {}, "collection": {"probes": {}}}
+    tmp = os.path.join(d, ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(writer.serialize(doc))
+    os.utime(tmp, (time.time() - 3600, time.time() - 3600))  # stored at once: every listing writes the index
+    os.replace(tmp, os.path.join(d, "manifest_new%%02d.json" %% i))
+    time.sleep(0.02)
+"""
+
+
+def test_concurrent_listings_with_a_writer_all_succeed_and_each_is_whole(tmp_path):
+    # 8 processes list one tree 5 times each while another adds runs: listings race to build and update
+    # the index, so some answer from a database another process wrote between their compare and their write.
+    # Every listing exits 0, says nothing on stderr, and is a whole table: each run once, every column.
+    runs = _tree(tmp_path, 40)
+    script = tmp_path / "writer.py"
+    script.write_text(_WRITER % str(ROOT))
+    env = _env(tmp_path)
+    lister = "for i in 1 2 3 4 5; do %s -m relaxrepro ls runs > out.$$.$i 2> err.$$.$i; echo $? >> rc.$$; done"
+    listers = [subprocess.Popen(["bash", "-c", lister % sys.executable], cwd=str(tmp_path), env=env)
+               for _ in range(8)]
+    writer = subprocess.Popen([sys.executable, str(script), str(runs)], cwd=str(tmp_path), env=env)
+    assert [p.wait(timeout=300) for p in listers] == [0] * 8 and writer.wait(timeout=300) == 0
+    codes = "".join(p.read_text() for p in tmp_path.glob("rc.*")).split()
+    errors = [p.read_text() for p in tmp_path.glob("err.*") if p.read_text()]
+    assert (len(codes), set(codes), errors) == (40, {"0"}, [])
+    base = {"run%02d" % i for i in range(40)}
+    for out in tmp_path.glob("out.*"):
+        lines = out.read_text().splitlines()
+        assert lines[0].split() == "RUN TIME (UTC) CODE ALGO GPUS GROUP PARENT OUTCOME PATH".split()
+        rows = [line.split() for line in lines[1:]]
+        for r in rows:
+            where = r[6] if r[0] in base else "new%d" % (int(r[0][3:]) % 4)
+            assert len(r) >= 10 and r[-1] == "runs/%s/manifest_%s.json" % (where, r[0]), (out.name, r)
+        ids = [r[0] for r in rows]
+        assert len(ids) == len(set(ids)) and base <= set(ids), out.name
+    final = _same_both_ways(tmp_path)
+    assert len(final.splitlines()) == 1 + 40 + 60
+
+
+@pytest.mark.parametrize("args", [(), ("--since", "2026-01-01")], ids=["table", "filtered"])
+def test_a_stored_row_without_its_cells_is_listed_from_the_file(tmp_path, args):
+    # What a listing that raced another writer once made of its rows (their cells left out): the table
+    # came out garbled or not at all. The index is never trusted over the files.
+    _tree(tmp_path)
+    expected = _ls(tmp_path, *args, index=False).stdout
+    _ls(tmp_path)
+    conn = sqlite3.connect(str(_db(tmp_path)))
+    with conn:
+        conn.execute("UPDATE files SET cells = '' WHERE path LIKE '%run03.json'")
+    res = _ls(tmp_path, *args)
+    assert (res.returncode, res.stdout) == (0, expected)
+    assert res.stderr == "relaxrepro ls: warning: the run index gave rows without their cells; listing without it\n"
+
+
+def test_index_whose_writes_fail_on_a_full_disk_keeps_the_old_index_and_fails(tmp_path):
+    runs = tmp_path / "runs"
+    for i in range(20):
+        _age(put(runs / "old", make_doc("o%02d" % i)))
+    assert run_cli("index", "runs", env=_env(tmp_path), cwd=tmp_path).returncode == 0
+    for i in range(200):
+        _age(put(runs / ("d%d" % (i % 7)), make_doc("r%03d" % i, lineage={"note": "n" * 300})))
+    expected = _ls(tmp_path, index=False).stdout
+    room = _db(tmp_path).stat().st_size + 32 * 1024  # the database opens; the new rows do not fit
+    for command in ("index", "ls"):
+        res = subprocess.run([sys.executable, "-m", "relaxrepro", command, "runs"], env=_env(tmp_path),
+                             cwd=str(tmp_path), capture_output=True, text=True, timeout=120,
+                             preexec_fn=lambda: _limited(room))
+        why = "run index %s: not updated this time (" % _db(tmp_path)
+        if command == "index":
+            assert res.returncode == 1 and res.stderr.count("\n") == 1, res.stderr
+            assert res.stderr.startswith("relaxrepro index: error: runs: 220 manifests, not stored: " + why)
+        else:
+            assert (res.returncode, res.stdout) == (0, expected)
+            assert res.stderr.startswith("relaxrepro ls: warning: " + why) and res.stderr.count("\n") == 1
+    assert sqlite3.connect(str(_db(tmp_path))).execute("SELECT count(*) FROM files").fetchone()[0] == 20

@@ -14,12 +14,14 @@ from relaxrepro.std import cache as facts
 @pytest.mark.parametrize("env,expect", [
     ({"RELAXREPRO_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/c"),
     ({"XDG_CACHE_HOME": "/x", "HOME": "/h"}, "/x/relaxrepro"),
-    ({"HOME": "/h"}, "/h/.cache/relaxrepro"),
+    ({"HOME": "<tmp>"}, "<tmp>/.cache/relaxrepro"),
+    ({"HOME": "<tmp>/missing"}, None),
     ({}, None),
     ({"RELAXREPRO_NO_CACHE": "1", "RELAXREPRO_CACHE_DIR": "/c"}, None),
-], ids=["explicit", "xdg", "home", "no-home", "off"])
-def test_cache_dir(env, expect):
-    assert facts.cache_dir(env) == expect
+], ids=["explicit", "xdg", "home", "missing-home", "no-home", "off"])
+def test_cache_dir(tmp_path, env, expect):
+    env = {k: v.replace("<tmp>", str(tmp_path)) for k, v in env.items()}
+    assert facts.cache_dir(env) == (expect.replace("<tmp>", str(tmp_path)) if expect else None)
 
 
 def test_a_file_key_changes_when_the_file_is_rewritten_and_follows_symlinks(tmp_path):

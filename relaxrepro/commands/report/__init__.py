@@ -251,7 +251,10 @@ def run(args: argparse.Namespace) -> int:
             text = diff_page(picked, docs)
             default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
         else:
-            entries = scan.scan(roots, FIELDS)
+            walk = scan.Walk.of(roots)
+            entries = scan.scan(roots, FIELDS, walk)
+            if walk.warning():
+                say("relaxrepro report: warning: %s", walk.warning())
             for e in entries:
                 if e.error is not None:
                     say("relaxrepro report: warning: unreadable: %s: %s", e.path, e.error)
