@@ -186,17 +186,25 @@ def _trace_columns(trace: Mapping[str, Any]) -> Tuple[List[Any], Dict[str, List[
     return steps[:n], dict(zip(names, columns)), names, cut
 
 
-def _row_keys(steps: List[Any]) -> List[Any]:
-    """Each row's key: its step the first time it comes, ``(step, k)`` the k-th time after (a per-epoch counter),
-    so the rows of two traces pair up in the order written, also where one side kept rows the other did not."""
+def _pair_rows(steps_a: List[Any], steps_b: List[Any]) -> Tuple[List[int], List[int]]:
+    """(rows of a, rows of b) paired: the k-th row of a step with the k-th row of that step on the other side (a
+    per-epoch counter comes back to each step), so rows pair up in the order written also where one side kept
+    rows the other did not."""
+    rows_b: Dict[Any, List[int]] = {}
+    for j, step in enumerate(steps_b):
+        rows_b.setdefault(step if type(step) in (int, float) else repr(step), []).append(j)
     seen: Dict[Any, int] = {}
-    keys: List[Any] = []
-    for step in steps:
+    ia: List[int] = []
+    ib: List[int] = []
+    for i, step in enumerate(steps_a):
         key = step if type(step) in (int, float) else repr(step)
         k = seen.get(key, 0)
         seen[key] = k + 1
-        keys.append((key, k) if k else key)
-    return keys
+        rows = rows_b.get(key)
+        if rows is not None and k < len(rows):
+            ia.append(i)
+            ib.append(rows[k])
+    return ia, ib
 
 
 _EXACT_TYPES = frozenset({str, int, type(None)})
@@ -243,12 +251,9 @@ def compare_trace(a: Any, b: Any, rtol: float, atol: float, steps: Optional[int]
         steps_a, steps_b = steps_a[:steps], steps_b[:steps]
     ia: Optional[List[int]] = None
     ib: Optional[List[int]] = None
-    if steps_a == steps_b:  # the same rows on both sides (two runs of one length): paired in place
-        count = len(steps_a)
-    else:
-        keys_a, at_b = _row_keys(steps_a), {key: j for j, key in enumerate(_row_keys(steps_b))}
-        ia = [i for i, key in enumerate(keys_a) if key in at_b]
-        ib = [at_b[keys_a[i]] for i in ia]
+    count = min(len(steps_a), len(steps_b))
+    if steps_a[:count] != steps_b[:count]:  # else one side's rows begin the other's: paired in place
+        ia, ib = _pair_rows(steps_a, steps_b)
         count = len(ia)
     only_a, only_b = len(steps_a) - count, len(steps_b) - count
     first_k, first_name = count, None
