@@ -22,12 +22,10 @@ verdict. Rules, each pinned by a test:
 
 from __future__ import annotations
 
-import json
 import math
 
-from ..manifest.fields import MISSING as ABSENT
 from ..std.text import safe_format
-from .diff import diff_documents
+from .causes import likely_causes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -38,7 +36,6 @@ DIVERGED = "diverged"
 NOTHING = "nothing to verify"
 
 SAME, DIFFERS, MISSING, INCOMPLETE = "same", "differs", "missing", "incomplete"
-MAX_CAUSES = 8
 
 
 # -- values -------------------------------------------------------------------------------------------
@@ -339,74 +336,6 @@ def verify(old: Mapping[str, Any], new: Mapping[str, Any], *, rtol: float = 0.0,
 def _count_line(statuses: List[str]) -> str:
     counts = [(s, statuses.count(s)) for s in (SAME, DIFFERS, MISSING, INCOMPLETE) if s in statuses]
     return ", ".join("%d %s" % (n, s) for s, n in counts)
-
-
-# -- why they may differ -----------------------------------------------------------------------------
-
-_HARDWARE = (("gpu", "another GPU model"), ("driver", "another GPU driver"), ("cudnn", "another cuDNN"),
-             ("nccl", "another NCCL"), ("cuda", "another CUDA"))
-
-
-def likely_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
-    """What in the two manifests most often explains a different result, most likely first: determinism
-    switches off (the seeds verdict), another seed, GPU model/driver/cuDNN/NCCL, world size, packages, code,
-    arguments. From :func:`relaxrepro.analyze.diff.diff_documents`; at most :data:`MAX_CAUSES` lines."""
-    causes: List[str] = []
-    off = {}
-    for doc, side in ((old, "old"), (new, "new")):
-        seeds = doc.get("seeds") if isinstance(doc.get("seeds"), dict) else {}
-        missing = seeds.get("missing") if isinstance(seeds.get("missing"), list) else []
-        if seeds.get("bit_reproducible") is False and missing:
-            # each reason up to its explanation: "PYTHONHASHSEED is not set: str hashes ..." -> the first part
-            reasons = [str(m).split(": ")[0] for m in missing]
-            off[side] = "; ".join(reasons[:3]) + (" (+%d more)" % (len(reasons) - 3) if len(reasons) > 3 else "")
-    if off.get("old") and off.get("old") == off.get("new"):
-        causes.append("determinism switches off in both runs: %s" % off["old"])
-    else:
-        causes.extend("determinism switches off in the %s run: %s" % (side, off[side]) for side in ("old", "new")
-                      if side in off)
-    # the results are what differs, not why: left out, and a trace of a million rows is not walked again
-    changes, _hidden = diff_documents({k: v for k, v in old.items() if k != "results"},
-                                      {k: v for k, v in new.items() if k != "results"})
-    buckets: Dict[str, List[str]] = {}
-    for c in changes:
-        path = c.path.lower()
-        what = None
-        if path.startswith("seeds.values"):
-            what = "another seed"
-        elif path.startswith("training.world_size") or path.endswith("world_size"):
-            what = "another world size"
-        elif c.category == "hardware":
-            what = next((label for key, label in _HARDWARE if key in path), None)
-        elif c.category == "packages":
-            what = "other packages"
-        elif c.category == "code":
-            what = "other code"
-        elif c.category == "seeds":
-            what = "other determinism settings"
-        elif c.category in ("env", "config") and not path.startswith("results"):
-            what = "other arguments or environment"
-        if what is not None:
-            buckets.setdefault(what, []).append(_change_text(c))
-    order = ("another seed", "other determinism settings", "another GPU model", "another GPU driver",
-             "another cuDNN", "another NCCL", "another CUDA", "another world size", "other packages", "other code",
-             "other arguments or environment")
-    for what in order:
-        items = buckets.get(what)
-        if items:
-            causes.append("%s: %s%s" % (what, ", ".join(items[:3]), " (+%d more)" % (len(items) - 3)
-                                        if len(items) > 3 else ""))
-    return causes[:MAX_CAUSES]
-
-
-def _change_text(c: Any) -> str:
-    def one(v: Any) -> str:
-        text = "absent" if v is ABSENT else json.dumps(v, sort_keys=True, default=str)
-        return text if len(text) <= 40 else text[:37] + "..."
-
-    if c.kind == "nodes":
-        return str(c.extra.get("summary"))
-    return "%s %s -> %s" % (c.path, one(c.old), one(c.new))
 
 
 # -- showing it ----------------------------------------------------------------------------------------

@@ -209,15 +209,32 @@ def test_likely_causes_come_from_the_seeds_verdict_and_the_diff():
     old["environment"] = {"packages": {"torch": "2.4.0"}}
     new["environment"] = {"packages": {"torch": "2.5.1"}}
     causes = verify(old, new)["causes"]
-    assert causes[0] == ("determinism switches off in the new run: PYTHONHASHSEED is not set; "
+    # ranked by how likely each is to change the numbers: packages, then seeds, then hardware
+    assert [c.split(":")[0] for c in causes] == ["other packages", "determinism switches off in the new run",
+                                                 "another seed", "other determinism settings", "another GPU model"]
+    assert "torch" in causes[0] and causes[2].startswith("another seed: seeds.values.seed 1 -> 2")
+    assert causes[1] == ("determinism switches off in the new run: PYTHONHASHSEED is not set; "
                          "deterministic algorithms not enabled; x (+1 more)")
     old["seeds"] = dict(new["seeds"], values={"seed": 1})
-    assert verify(old, new)["causes"][0] == ("determinism switches off in both runs: PYTHONHASHSEED is not set; "
-                                             "deterministic algorithms not enabled; x (+1 more)")
-    assert any(c.startswith("another seed: seeds.values.seed 1 -> 2") for c in causes)
-    assert any(c.startswith("another GPU model: hardware.gpu.model") for c in causes)
-    assert any(c.startswith("other packages:") and "torch" in c for c in causes)
+    assert verify(old, new)["causes"][-1] == ("determinism switches off in both runs: PYTHONHASHSEED is not set; "
+                                              "deterministic algorithms not enabled; x (+1 more)")
     assert verify(old, old)["causes"] == []
+
+
+def test_likely_causes_show_argv_where_it_differs_and_rank_paths_by_whose_they_are():
+    old, new = pair(metrics={"auc": 0.5, "loss": 0.25})
+    old["command"] = {"argv": ["python", "train.py", "--data", "data/v1", "--out", "runs/a", "--fast"]}
+    new["command"] = {"argv": ["python", "train.py", "--data", "data/v2", "--out", "runs/b", "--epochs", "3",
+                               "--fast"]}
+    old["config"] = {"resolved_args": {"data": "data/v1", "out": "runs/a"}}
+    new["config"] = {"resolved_args": {"data": "data/v2", "out": "runs/b", "epochs": 3}}
+    old["results"]["outputs"] = {"runs/a/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 10}}
+    new["results"]["outputs"] = {"runs/b/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 10}}
+    assert verify(old, new)["causes"] == [
+        'other arguments or environment: command.argv[6:6] [] -> ["--epochs", "3"], '
+        'config.resolved_args.epochs absent -> 3',
+        'other data: config.resolved_args.data "data/v1" -> "data/v2"',
+        'paths into each run\'s own directory: config.resolved_args.out "runs/a" -> "runs/b"']
 
 
 def test_a_step_that_comes_again_is_compared_row_by_row_in_order():

@@ -102,3 +102,40 @@ def test_a_step_counter_that_starts_again_each_epoch_compares_every_row(tmp_path
     res = run_cli("verify", a, c, cwd=project)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "trace: same, 50 rows compared" in res.stdout.splitlines()
+
+
+# --lr sets the result; --log-dir is where the run writes its weights (each run its own directory)
+LR_TRAINER = """\
+import argparse, os
+import relaxrepro
+
+p = argparse.ArgumentParser()
+p.add_argument("--lr", type=float)
+p.add_argument("--log-dir")
+args = p.parse_args()
+with relaxrepro.recorded(output_dir=args.log_dir):
+    w = 1.0
+    for step in range(5):
+        w -= args.lr * w
+        relaxrepro.trace(step, loss=w)
+    os.makedirs(args.log_dir, exist_ok=True)
+    weights = os.path.join(args.log_dir, "weights.txt")
+    with open(weights, "w") as fh:
+        fh.write(repr(w))
+    relaxrepro.result(metrics={"loss": w}, outputs=[weights])
+"""
+
+
+def test_likely_causes_name_the_changed_argument_first_and_each_runs_own_directory_last(tmp_path):
+    project = make_repo(tmp_path / "proj", {"train.py": LR_TRAINER})
+    a = _recorded(project, "runs/a", "--lr", "0.1", "--log-dir", "runs/a")
+    b = _recorded(project, "runs/b", "--lr", "0.2", "--log-dir", "runs/b")
+    res = run_cli("verify", a, b, cwd=project)
+    assert res.returncode == 1, res.stdout + res.stderr
+    lines = res.stdout.splitlines()
+    causes = lines[lines.index("likely causes:") + 1:]
+    assert causes[0] == "  - other arguments or environment: config.resolved_args.lr 0.1 -> 0.2", res.stdout
+    assert causes[-1].startswith("  - paths into each run's own directory: config.resolved_args.log_dir "
+                                 '"runs/a" -> "runs/b", code.proj.'), res.stdout
+    assert not any("code" in line for line in causes[:-1]), res.stdout  # the runs' own files are no other code
+    assert not any('["python"' in line for line in causes), res.stdout  # argv: where it differs, not a prefix
