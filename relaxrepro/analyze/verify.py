@@ -15,9 +15,9 @@ verdict. Rules, each pinned by a test:
   side only (metrics, outputs, the trace) is a divergence;
 - the trace is compared row by row in the order written, every row kept: the k-th row of a step (a per-epoch
   counter comes back to step 0) with the k-th row of that step on the other side; rows kept on one side only
-  differ, runs of another length (last step or number of calls) differ, a trace cut by the size cap is
-  compared on what is left and says so. ``--steps N``: only the first N rows each kept, nothing else (what a
-  quick replay checks).
+  or in another order differ, runs of another length (last step or number of calls) differ, a trace cut by
+  the size cap is compared on what is left and says so. ``--steps N``: only the first N rows each kept,
+  nothing else (what a quick replay checks).
 """
 
 from __future__ import annotations
@@ -277,6 +277,9 @@ def compare_trace(a: Any, b: Any, rtol: float, atol: float, steps: Optional[int]
     for cut, side in ((cut_a, "old"), (cut_b, "new")):
         if cut:
             notes.append("the %s trace was cut by the size cap: compared on the rows it kept" % side)
+    if ib is not None and any(ib[k] > ib[k + 1] for k in range(len(ib) - 1)):
+        status = DIFFERS
+        notes.append("the rows come in another order")
     if (only_a or only_b) and not (cut_a or cut_b):
         status = DIFFERS
         notes.append("rows recorded on one side only: %d in old, %d in new" % (only_a, only_b))

@@ -273,3 +273,12 @@ def test_a_trace_of_many_names_is_compared_in_full():
     old["results"]["trace"] = trace([0], **dict(names, s19999=[H(0.25)]))
     t = verify(old, new)["trace"]
     assert (t["status"], t["differing"], t["first"]["scalar"]) == ("differs", 1, "s19999")
+
+
+def test_the_same_rows_in_another_order_differ():
+    old, new = pair(trace=trace([1, 0], loss=[H(0.5), H(1.0)]))
+    old["results"]["trace"] = trace([0, 1], loss=[H(1.0), H(0.5)])
+    new["results"]["trace"]["last_step"] = 1
+    result = verify(old, new)
+    assert result["verdict"] == "diverged"
+    assert result["trace"]["notes"] == ["the rows come in another order"]
