@@ -5,6 +5,9 @@
   cost of one call (budget <= 2 us);
 - ``verify``: ``relaxrepro verify`` of the two ~30 KB manifests ``diff`` reads, given results that part at a
   trace step, so the likely causes (the diff) are worked out too (budget <= 1.2x ``diff``, same rounds);
+- ``verify-100k-names`` / ``verify-1m-rows``: the same manifests with a trace of 100,000 scalars at one step,
+  and of 1,000,000 rows of a per-epoch step counter (the new run a row longer at its start, so rows are
+  paired by step and rank, the slow way), parting at their last value (budgets: <= 2 s and <= 10 s, whole process);
 - ``result-1g`` / ``sha256sum-1g``: ``relaxrepro.result(outputs=[a 1 GB checkpoint])`` with an empty cache
   against ``sha256sum`` of it (budget: throughput >= 0.9x, i.e. time <= 1.11x); ``result-1g-cached``: the
   same with the cache filled (budget: <= 50 ms over ``python -c pass``).
@@ -25,6 +28,8 @@ CASES = [
     ("trace-1m", "results", "relaxrepro.trace x 1,000,000 calls (Manifest in memory)"),
     ("trace-0", "results", "the same process, no trace call"),
     ("verify", "results read", "package verify, two ~30 KB manifests with results (clean venv python)"),
+    ("verify-100k-names", "results", "package verify, a trace of 100,000 scalars on each side"),
+    ("verify-1m-rows", "results", "package verify, a trace of 1,000,000 rows (a per-epoch step counter)"),
     ("result-1g", "results", "relaxrepro.result(outputs=[1 GB file]), empty fingerprint cache"),
     ("sha256sum-1g", "results", "peer: sha256sum of the same 1 GB file"),
     ("result-1g-cached", "results", "relaxrepro.result(outputs=[1 GB file]), digest cached"),
@@ -51,6 +56,27 @@ def with_results(paths: List[str], work: str) -> List[str]:
     return out
 
 
+def with_big_trace(paths: List[str], work: str, names: int, rows: int) -> List[str]:
+    """Copies of ``paths`` whose trace has ``names`` scalars and ``rows`` rows (steps 0..999 again and again; the
+    new run a row longer at its start), parting at the last value; written compactly to stay under the 10 MB cap."""
+    out = []
+    for i, path in enumerate(paths):
+        with open(path) as fh:
+            doc = json.load(fh)
+        n = rows + i
+        steps = [j % 1000 for j in range(-i, rows)]
+        values = [[j % 7 for j in range(-i, rows)] for _ in range(names)]
+        values[-1][-1] = 7 + i
+        doc["schema_version"] = "1.3"
+        doc["results"] = {"trace": {"first": 50, "every": 10, "calls": n, "last_step": steps[-1], "steps": steps,
+                                    "names": ["s%d" % k for k in range(names)], "values": values}}
+        target = os.path.join(work, "verify-%d-%d-%d.json" % (names, rows, i))
+        with open(target, "w") as fh:
+            json.dump(doc, fh, separators=(",", ":"))
+        out.append(target)
+    return out
+
+
 def big_file(work: str, size_mb: int = 1024) -> str:
     path = os.path.join(work, "checkpoint.bin")
     block = os.urandom(1 << 20)
@@ -69,6 +95,10 @@ def add_cases(add: Callable[..., None], need: set, py: str, clean_py: str, env_p
     if "verify" in need:
         a, b = with_results(diff_inputs, work)
         add("verify", [clean_py, "-m", "relaxrepro", "verify", a, b], env_pkg, ok_rc=(1,))
+    for cid, names, rows in (("verify-100k-names", 100_000, 1), ("verify-1m-rows", 1, 1_000_000)):
+        if cid in need:
+            add(cid, [py, "-m", "relaxrepro", "verify"] + with_big_trace(diff_inputs, work, names, rows), env_pkg,
+                ok_rc=(1,))
     if need & {"result-1g", "sha256sum-1g", "result-1g-cached"}:
         path = big_file(work)
         add("result-1g", [py, me, "result", path, ""], env_pkg)
@@ -90,6 +120,9 @@ def add_budgets(results: Dict[str, dict], budget: Callable[..., None], pair_rati
     budget("trace <= 2 us per call (1,000,000 calls, per-round difference)", per_round("trace-1m", "trace-0", 1.0),
            2.0, "us")
     budget("verify <= 1.2x diff", pair_ratio(results, "verify", "diff"), 1.2, "x")
+    for cid, label, limit in (("verify-100k-names", "verify of 100,000 traced names <= 2 s", 2000),
+                              ("verify-1m-rows", "verify of a 1,000,000-row trace <= 10 s", 10000)):
+        budget(label, statistics.median(results[cid]["wall"]) * 1000 if cid in results else None, limit, "ms")
     budget("result of a 1 GB file <= 1.11x sha256sum (>= 0.9x its throughput)",
            pair_ratio(results, "result-1g", "sha256sum-1g"), 1.11, "x")
     budget("result of a cached 1 GB file <= 50 ms over the same process without it",

@@ -214,7 +214,7 @@ def reproducibility(results: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, An
                 outputs.append(json.dumps(sorted(digests)))
         trace = r.get("trace")
         if isinstance(trace, dict) and trace.get("steps"):
-            traces.append(json.dumps({k: trace.get(k) for k in ("steps", "names", "values", "last_step")},
+            traces.append(json.dumps({k: trace.get(k) for k in ("steps", "names", "values", "last_step", "calls")},
                                      sort_keys=True))
     return {"outputs": _share(outputs), "trace": _share(traces)}
 

@@ -13,19 +13,19 @@ verdict. Rules, each pinned by a test:
   "nothing to verify" (exit 2), not "reproduced";
 - a side without ``results`` (any manifest before 1.3) leaves "nothing to verify"; a section recorded on one
   side only (metrics, outputs, the trace) is a divergence;
-- the trace is compared on the steps both kept (by step number); runs of another length differ, a trace cut
-  by the size cap is compared on what is left and says so. ``--steps N``: only the first N steps each kept,
+- the trace is compared row by row in the order written, every row kept: the k-th row of a step (a per-epoch
+  counter comes back to step 0) with the k-th row of that step on the other side; rows kept on one side only
+  or in another order differ, runs of another length (last step or number of calls) differ, a trace cut by
+  the size cap is compared on what is left and says so. ``--steps N``: only the first N rows each kept,
   nothing else (what a quick replay checks).
 """
 
 from __future__ import annotations
 
-import json
 import math
 
-from ..manifest.fields import MISSING as ABSENT
 from ..std.text import safe_format
-from .diff import diff_documents
+from .causes import likely_causes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -36,7 +36,6 @@ DIVERGED = "diverged"
 NOTHING = "nothing to verify"
 
 SAME, DIFFERS, MISSING, INCOMPLETE = "same", "differs", "missing", "incomplete"
-MAX_CAUSES = 8
 
 
 # -- values -------------------------------------------------------------------------------------------
@@ -171,72 +170,130 @@ def compare_metrics(a: Any, b: Any, rtol: float, atol: float) -> List[Dict[str, 
     return rows
 
 
-def _trace_rows(trace: Mapping[str, Any]) -> Tuple[List[Any], Dict[Any, Dict[str, Any]], List[str], bool]:
-    """(steps in order, {step: {name: value}}, names, cut): a cut trace (size cap) keeps its complete rows."""
+def _trace_columns(trace: Mapping[str, Any]) -> Tuple[List[Any], Dict[str, List[Any]], List[str], bool]:
+    """(steps, {name: column}, names, cut): every row in the order written; a cut trace (size cap) keeps its
+    complete rows."""
     steps = trace.get("steps") if isinstance(trace.get("steps"), list) else []
-    names = trace.get("names") if isinstance(trace.get("names"), list) else []
+    names = [str(x) for x in trace.get("names")] if isinstance(trace.get("names"), list) else []
     values = trace.get("values") if isinstance(trace.get("values"), list) else []
     columns = [c if isinstance(c, list) else [] for c in values[:len(names)]]
     n = min([len(steps)] + [len(c) for c in columns]) if names else len(steps)
     cut = n < len(steps) or any(len(c) != len(steps) for c in columns) or len(columns) < len(names) or \
         any(str(k).endswith("_truncated") for k in trace)
-    rows: Dict[Any, Dict[str, Any]] = {}
-    order: List[Any] = []
-    for j in range(n):
-        step = steps[j]
-        if not isinstance(step, (int, float)) or isinstance(step, bool) or step in rows:
+    return steps[:n], dict(zip(names, columns)), names, cut
+
+
+def _pair_rows(steps_a: List[Any], steps_b: List[Any]) -> Tuple[List[int], List[int]]:
+    """(rows of a, rows of b) paired: the k-th row of a step with the k-th row of that step on the other side (a
+    per-epoch counter comes back to each step), so rows pair up in the order written also where one side kept
+    rows the other did not."""
+    rows_b: Dict[Any, List[int]] = {}
+    for j, step in enumerate(steps_b):
+        rows_b.setdefault(step if type(step) in (int, float) else repr(step), []).append(j)
+    seen: Dict[Any, int] = {}
+    ia: List[int] = []
+    ib: List[int] = []
+    for i, step in enumerate(steps_a):
+        key = step if type(step) in (int, float) else repr(step)
+        k = seen.get(key, 0)
+        seen[key] = k + 1
+        rows = rows_b.get(key)
+        if rows is not None and k < len(rows):
+            ia.append(i)
+            ib.append(rows[k])
+    return ia, ib
+
+
+_EXACT_TYPES = frozenset({str, int, type(None)})
+"""Values whose ``==`` is :func:`same_value`'s verdict at any tolerance (a float's is not: ``-0.0 == 0.0``)."""
+
+
+def _differing(ca: Optional[List[Any]], cb: Optional[List[Any]], ia: Optional[List[int]], ib: Optional[List[int]],
+               count: int, rtol: float, atol: float) -> List[int]:
+    """The pairs (by position) where one scalar's values differ; ``ia``/``ib``: each pair's row on each side
+    (None: row k with row k); a column absent on one side is a column of nulls."""
+    if ia is None and ca is not None and cb is not None:
+        xa, xb = ca[:count], cb[:count]
+        if xa == xb and _EXACT_TYPES.issuperset(set(map(type, xa)) | set(map(type, xb))):
+            return []  # the same values in the same rows, compared at C speed
+    bad = []
+    for k in range(count):
+        a = None if ca is None else ca[k if ia is None else ia[k]]
+        b = None if cb is None else cb[k if ib is None else ib[k]]
+        if a is None and b is None or a == b and type(a) is type(b) and type(a) in _EXACT_TYPES:
             continue
-        rows[step] = {str(names[i]): columns[i][j] for i in range(len(columns)) if columns[i][j] is not None}
-        order.append(step)
-    return order, rows, [str(x) for x in names], cut
+        if a is None or b is None or not same_value(a, b, rtol, atol):
+            bad.append(k)
+    return bad
+
+
+def _ordinal(n: int) -> str:
+    return "%d%s" % (n, "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th"))
 
 
 def compare_trace(a: Any, b: Any, rtol: float, atol: float, steps: Optional[int]) -> Optional[Dict[str, Any]]:
-    """The traces side by side: ``{status, compared, differing, first: {step, scalar, old, new}, notes}``;
-    None when neither side has one."""
+    """The traces side by side, row by row in the order written (a step that comes again is compared with the
+    same step's row of the same rank on the other side): ``{status, compared, differing, first: {step, scalar,
+    old, new[, occurrence]}, notes}``; None when neither side has one."""
     has_a, has_b = isinstance(a, dict), isinstance(b, dict)
     if not has_a and not has_b:
         return None
     if not has_a or not has_b:
         return {"status": MISSING, "missing_in": "old" if not has_a else "new", "compared": 0, "differing": 0,
                 "first": None, "notes": []}
-    order_a, rows_a, names_a, cut_a = _trace_rows(a)
-    order_b, rows_b, names_b, cut_b = _trace_rows(b)
+    steps_a, cols_a, names_a, cut_a = _trace_columns(a)
+    steps_b, cols_b, names_b, cut_b = _trace_columns(b)
     notes: List[str] = []
     if steps is not None:
-        order_a, order_b = order_a[:steps], order_b[:steps]
-    in_b = set(order_b)
-    common = [s for s in order_a if s in in_b]
-    only_a = len(order_a) - len(common)
-    only_b = len(order_b) - len(common)
-    names = names_a + [n for n in names_b if n not in names_a]
+        steps_a, steps_b = steps_a[:steps], steps_b[:steps]
+    ia: Optional[List[int]] = None
+    ib: Optional[List[int]] = None
+    count = min(len(steps_a), len(steps_b))
+    if steps_a[:count] != steps_b[:count]:  # else one side's rows begin the other's: paired in place
+        ia, ib = _pair_rows(steps_a, steps_b)
+        count = len(ia)
+    only_a, only_b = len(steps_a) - count, len(steps_b) - count
+    first_k, first_name = count, None
+    bad_rows = bytearray(count)
+    for name in dict.fromkeys(names_a + names_b):
+        bad = _differing(cols_a.get(name), cols_b.get(name), ia, ib, count, rtol, atol)
+        for k in bad:
+            bad_rows[k] = 1
+        if bad and bad[0] < first_k:
+            first_k, first_name = bad[0], name
+    differing = bad_rows.count(1)
     first = None
-    differing = 0
-    for step in common:
-        ra, rb = rows_a[step], rows_b[step]
-        bad = [n for n in names if (n in ra or n in rb) and not (n in ra and n in rb and
-                                                                 same_value(ra[n], rb[n], rtol, atol))]
-        if bad:
-            differing += 1
-            if first is None:
-                name = bad[0]
-                first = {"step": step, "scalar": name, "old": ra.get(name), "new": rb.get(name)}
-                if sign_only(ra.get(name), rb.get(name)):
-                    first["note"] = "-0.0 against 0.0: the same value with another sign bit"
+    if first_name is not None:
+        row = first_k if ia is None else ia[first_k]
+        step = steps_a[row]
+        old = cols_a[first_name][row] if first_name in cols_a else None
+        new = cols_b[first_name][first_k if ib is None else ib[first_k]] if first_name in cols_b else None
+        first = {"step": step, "scalar": first_name, "old": old, "new": new}
+        if steps_a.count(step) > 1:
+            first["occurrence"] = steps_a[:row].count(step) + 1
+        if sign_only(old, new):
+            first["note"] = "-0.0 against 0.0: the same value with another sign bit"
     status = DIFFERS if differing else SAME
     for cut, side in ((cut_a, "old"), (cut_b, "new")):
         if cut:
-            notes.append("the %s trace was cut by the size cap: compared on the steps it kept" % side)
+            notes.append("the %s trace was cut by the size cap: compared on the rows it kept" % side)
+    if ib is not None and any(ib[k] > ib[k + 1] for k in range(len(ib) - 1)):
+        status = DIFFERS
+        notes.append("the rows come in another order")
     if (only_a or only_b) and not (cut_a or cut_b):
         status = DIFFERS
-        notes.append("steps recorded on one side only: %d in old, %d in new" % (only_a, only_b))
-    if steps is None and not (cut_a or cut_b) and a.get("last_step") != b.get("last_step"):
-        status = DIFFERS
-        notes.append("old ran to step %s, new to step %s" % (a.get("last_step"), b.get("last_step")))
-    if not common:
+        notes.append("rows recorded on one side only: %d in old, %d in new" % (only_a, only_b))
+    if steps is None and not (cut_a or cut_b):
+        if a.get("last_step") != b.get("last_step"):
+            status = DIFFERS
+            notes.append("old ran to step %s, new to step %s" % (a.get("last_step"), b.get("last_step")))
+        elif a.get("calls") != b.get("calls"):  # a per-epoch counter ends on the same step whatever the length
+            status = DIFFERS
+            notes.append("old called trace %s times, new %s" % (a.get("calls"), b.get("calls")))
+    if not count:
         status = DIFFERS if status == DIFFERS else INCOMPLETE
         notes.append("no step recorded on both sides")
-    return {"status": status, "compared": len(common), "differing": differing, "first": first, "notes": notes}
+    return {"status": status, "compared": count, "differing": differing, "first": first, "notes": notes}
 
 
 def verify(old: Mapping[str, Any], new: Mapping[str, Any], *, rtol: float = 0.0, atol: float = 0.0,
@@ -284,72 +341,6 @@ def _count_line(statuses: List[str]) -> str:
     return ", ".join("%d %s" % (n, s) for s, n in counts)
 
 
-# -- why they may differ -----------------------------------------------------------------------------
-
-_HARDWARE = (("gpu", "another GPU model"), ("driver", "another GPU driver"), ("cudnn", "another cuDNN"),
-             ("nccl", "another NCCL"), ("cuda", "another CUDA"))
-
-
-def likely_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
-    """What in the two manifests most often explains a different result, most likely first: determinism
-    switches off (the seeds verdict), another seed, GPU model/driver/cuDNN/NCCL, world size, packages, code,
-    arguments. From :func:`relaxrepro.analyze.diff.diff_documents`; at most :data:`MAX_CAUSES` lines."""
-    causes: List[str] = []
-    off = {}
-    for doc, side in ((old, "old"), (new, "new")):
-        seeds = doc.get("seeds") if isinstance(doc.get("seeds"), dict) else {}
-        missing = seeds.get("missing") if isinstance(seeds.get("missing"), list) else []
-        if seeds.get("bit_reproducible") is False and missing:
-            # each reason up to its explanation: "PYTHONHASHSEED is not set: str hashes ..." -> the first part
-            reasons = [str(m).split(": ")[0] for m in missing]
-            off[side] = "; ".join(reasons[:3]) + (" (+%d more)" % (len(reasons) - 3) if len(reasons) > 3 else "")
-    if off.get("old") and off.get("old") == off.get("new"):
-        causes.append("determinism switches off in both runs: %s" % off["old"])
-    else:
-        causes.extend("determinism switches off in the %s run: %s" % (side, off[side]) for side in ("old", "new")
-                      if side in off)
-    changes, _hidden = diff_documents(old, new)
-    buckets: Dict[str, List[str]] = {}
-    for c in changes:
-        path = c.path.lower()
-        what = None
-        if path.startswith("seeds.values"):
-            what = "another seed"
-        elif path.startswith("training.world_size") or path.endswith("world_size"):
-            what = "another world size"
-        elif c.category == "hardware":
-            what = next((label for key, label in _HARDWARE if key in path), None)
-        elif c.category == "packages":
-            what = "other packages"
-        elif c.category == "code":
-            what = "other code"
-        elif c.category == "seeds":
-            what = "other determinism settings"
-        elif c.category in ("env", "config") and not path.startswith("results"):
-            what = "other arguments or environment"
-        if what is not None:
-            buckets.setdefault(what, []).append(_change_text(c))
-    order = ("another seed", "other determinism settings", "another GPU model", "another GPU driver",
-             "another cuDNN", "another NCCL", "another CUDA", "another world size", "other packages", "other code",
-             "other arguments or environment")
-    for what in order:
-        items = buckets.get(what)
-        if items:
-            causes.append("%s: %s%s" % (what, ", ".join(items[:3]), " (+%d more)" % (len(items) - 3)
-                                        if len(items) > 3 else ""))
-    return causes[:MAX_CAUSES]
-
-
-def _change_text(c: Any) -> str:
-    def one(v: Any) -> str:
-        text = "absent" if v is ABSENT else json.dumps(v, sort_keys=True, default=str)
-        return text if len(text) <= 40 else text[:37] + "..."
-
-    if c.kind == "nodes":
-        return str(c.extra.get("summary"))
-    return "%s %s -> %s" % (c.path, one(c.old), one(c.new))
-
-
 # -- showing it ----------------------------------------------------------------------------------------
 
 def render(result: Mapping[str, Any]) -> str:
@@ -390,12 +381,13 @@ def render(result: Mapping[str, Any]) -> str:
         if t["status"] == MISSING:
             lines.append("trace: missing in %s" % t["missing_in"])
         else:
-            lines.append("trace: %s, %d step%s compared%s" % (
+            lines.append("trace: %s, %d row%s compared%s" % (
                 t["status"], t["compared"], "" if t["compared"] == 1 else "s",
                 ", %d differ" % t["differing"] if t["differing"] else ""))
             f = t.get("first")
             if f:
-                lines.append(safe_format("  first parts at step %s, %s: %s -> %s", f["step"], f["scalar"],
+                where = " (%s occurrence)" % _ordinal(f["occurrence"]) if isinstance(f.get("occurrence"), int) else ""
+                lines.append(safe_format("  first parts at step %s%s, %s: %s -> %s", f["step"], where, f["scalar"],
                                          shown(f["old"]), shown(f["new"])) +
                              safe_format(" (%s -> %s)", f["old"], f["new"]))
                 if f.get("note"):

@@ -6,10 +6,12 @@
      "steps": [0, 1, ..., 49, 60, 80, ...], "names": ["loss", "acc"],
      "values": [["0x1.62e42fefa39efp-1", ...], [...]]}      # values[i][j]: names[i] at steps[j]
 
-The first ``first`` distinct steps are kept, then every ``every``-th (``step % every == 0``); when
+A row is what the calls for one step gave, in the order given; a step that comes again later (a
+per-epoch step counter: 0..99, 0..99, ...) starts a row of its own, never adds to an earlier one. The first
+``first`` rows are kept, then every ``every``-th row (counted from the first row, whatever its step); when
 ``KEEP`` such later rows are held, ``every`` doubles and the rows off the new stride go, so a run of a
 million steps still covers its whole length in a few KB and two runs of the same length keep the same
-steps. A float is kept as ``float.hex`` (lossless: ``-0.0`` and ``0.0`` stay apart, ``nan``/``inf``
+rows. A float is kept as ``float.hex`` (lossless: ``-0.0`` and ``0.0`` stay apart, ``nan``/``inf``
 stay strings JSON can hold), an integer as itself; anything else (a tensor, a numpy scalar) through
 ``float()`` first. Nothing here does I/O: :meth:`Trace.section` is written with the outcome.
 """
@@ -23,7 +25,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 FIRST = 50
-"""Distinct steps kept from the start: what a quick replay compares."""
+"""Rows kept from the start: what a quick replay compares."""
 EVERY = 10
 """The stride after those, before any doubling."""
 KEEP = 50
@@ -70,8 +72,8 @@ def max_steps(env: Mapping[str, str]) -> Optional[int]:
 class Trace:
     """Collects ``(step, scalars)`` rows; :meth:`add` is the per-step call and stays cheap."""
 
-    __slots__ = ("first", "every", "keep", "stop", "head", "tail", "calls", "last_step", "last_kept", "names",
-                 "dropped", "stopped_at", "errors")
+    __slots__ = ("first", "every", "keep", "stop", "head", "tail", "calls", "rows", "last_step", "row_step", "row",
+                 "stop_row", "names", "dropped", "stopped_at", "errors")
 
     def __init__(self, *, first: int = FIRST, every: int = EVERY, keep: int = KEEP,
                  stop: Optional[int] = None) -> None:
@@ -79,11 +81,14 @@ class Trace:
         self.every = every
         self.keep = keep
         self.stop: Any = _NEVER if stop is None else stop
-        self.head: List[Tuple[Any, Dict[str, Any]]] = []
-        self.tail: List[Tuple[Any, Dict[str, Any]]] = []
+        self.head: List[Tuple[int, Any, Dict[str, Any]]] = []  # (row number, step, {name: value})
+        self.tail: List[Tuple[int, Any, Dict[str, Any]]] = []
         self.calls = 0
+        self.rows = 0
         self.last_step: Any = None
-        self.last_kept: Any = None
+        self.row_step: Any = None  # no step equals it: a None step never gets this far
+        self.row: Optional[Dict[str, Any]] = None  # the current row's values; None when it is not kept
+        self.stop_row = -1
         self.names: List[str] = []
         self.dropped = 0
         self.stopped_at: Any = None
@@ -97,13 +102,21 @@ class Trace:
             stopping = step >= self.stop
             if stopping:
                 self.stopped_at = step
-            if step == self.last_kept:  # a second call for the same step adds its scalars to that row
-                values = (self.tail or self.head)[-1][1]
-            elif len(self.head) < self.first:
-                values = self._new(self.head, step)
-            elif stopping or not step % self.every:
-                values = self._new(self.tail, step)
+            if step == self.row_step:  # a second call for the step of the row before adds its scalars to it
+                values = self.row
             else:
+                n = self.rows
+                self.rows = n + 1
+                self.row_step = step
+                if n < self.first:
+                    values = self.row = self._new(self.head, n, step)
+                elif stopping or not n % self.every:
+                    values = self.row = self._new(self.tail, n, step)
+                    if stopping:
+                        self.stop_row = n
+                else:
+                    values = self.row = None
+            if values is None:
                 return False
             if loss is not None:
                 self._put(values, "loss", loss)
@@ -115,10 +128,10 @@ class Trace:
             self.errors += 1
         return self.stopped_at is not None
 
-    def _new(self, rows: List[Tuple[Any, Dict[str, Any]]], step: Any) -> Dict[str, Any]:
+    @staticmethod
+    def _new(rows: List[Tuple[int, Any, Dict[str, Any]]], n: int, step: Any) -> Dict[str, Any]:
         values: Dict[str, Any] = {}
-        rows.append((step, values))
-        self.last_kept = step
+        rows.append((n, step, values))
         return values
 
     def _put(self, values: Dict[str, Any], name: str, value: Any) -> None:
@@ -130,11 +143,11 @@ class Trace:
         values[name] = exact(value)
 
     def _thin(self) -> None:
-        for _ in range(64):  # bounded: steps that all share a huge power of two would keep it spinning
+        for _ in range(64):  # row numbers are distinct: each doubling drops about half of them
             if len(self.tail) <= self.keep:
                 return
             self.every *= 2
-            self.tail = [row for row in self.tail if not row[0] % self.every or row[0] == self.stopped_at]
+            self.tail = [row for row in self.tail if not row[0] % self.every or row[0] == self.stop_row]
 
     def section(self) -> Dict[str, Any]:
         """``results.trace`` as written (see the module docstring)."""
@@ -142,8 +155,8 @@ class Trace:
         names = sorted(self.names, key=lambda n: (n != "loss", self.names.index(n)))
         out: Dict[str, Any] = {
             "first": self.first, "every": self.every, "calls": self.calls, "last_step": self.last_step,
-            "steps": [r[0] for r in rows], "names": names,
-            "values": [[r[1].get(n) for r in rows] for n in names],
+            "steps": [r[1] for r in rows], "names": names,
+            "values": [[r[2].get(n) for r in rows] for n in names],
         }
         if self.stopped_at is not None:
             out["stopped_at"] = self.stopped_at

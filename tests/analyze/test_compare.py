@@ -34,3 +34,12 @@ def test_weights_written_into_each_runs_own_directory_match_by_content(tmp_path)
             "outputs": {"runs/r%d/weights.pt" % i: {"kind": "file", "sha256": digest * 64, "size": 1}}}))
     assert compare_group("g", [str(tmp_path)])["reproducibility"]["outputs"] == {"runs": 3, "matching": 2,
                                                                                  "rate": 2 / 3}
+
+
+def test_traces_alike_row_for_row_but_of_another_number_of_calls_do_not_match(tmp_path):
+    # a per-epoch step counter ends on the same step however many epochs ran: the calls tell the runs apart
+    rows = {"steps": [0, 1, 0, 1], "names": ["loss"], "values": [["0x1.0p+0"] * 4], "last_step": 1}
+    for i, calls in enumerate((40, 40, 60)):
+        put(tmp_path, make_doc("r%d" % i, lineage={"group": "g"}, results={"trace": dict(rows, calls=calls)}))
+    assert compare_group("g", [str(tmp_path)])["reproducibility"]["trace"] == {"runs": 3, "matching": 2,
+                                                                               "rate": 2 / 3}

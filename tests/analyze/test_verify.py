@@ -135,7 +135,7 @@ def test_the_first_diverging_step_is_named_with_both_values():
     t = result["trace"]
     assert t["status"] == "differs" and t["differing"] == 2 and t["compared"] == 5
     assert t["first"] == {"step": 3, "scalar": "loss", "old": H(0.25), "new": H(0.3)}
-    assert "trace: differs, 5 steps compared, 2 differ" in render(result)
+    assert "trace: differs, 5 rows compared, 2 differ" in render(result)
 
 
 def test_a_scalar_present_on_one_side_only_differs():
@@ -179,7 +179,7 @@ def test_a_trace_cut_by_the_size_cap_is_compared_on_what_is_left():
     result = verify(old, new)
     assert result["verdict"] == "reproduced"
     assert result["trace"]["compared"] == 3
-    assert "the new trace was cut by the size cap: compared on the steps it kept" in result["trace"]["notes"]
+    assert "the new trace was cut by the size cap: compared on the rows it kept" in result["trace"]["notes"]
 
 
 @pytest.mark.parametrize("section", ["metrics", "outputs", "trace"])
@@ -209,12 +209,76 @@ def test_likely_causes_come_from_the_seeds_verdict_and_the_diff():
     old["environment"] = {"packages": {"torch": "2.4.0"}}
     new["environment"] = {"packages": {"torch": "2.5.1"}}
     causes = verify(old, new)["causes"]
-    assert causes[0] == ("determinism switches off in the new run: PYTHONHASHSEED is not set; "
+    # ranked by how likely each is to change the numbers: packages, then seeds, then hardware
+    assert [c.split(":")[0] for c in causes] == ["other packages", "determinism switches off in the new run",
+                                                 "another seed", "other determinism settings", "another GPU model"]
+    assert "torch" in causes[0] and causes[2].startswith("another seed: seeds.values.seed 1 -> 2")
+    assert causes[1] == ("determinism switches off in the new run: PYTHONHASHSEED is not set; "
                          "deterministic algorithms not enabled; x (+1 more)")
     old["seeds"] = dict(new["seeds"], values={"seed": 1})
-    assert verify(old, new)["causes"][0] == ("determinism switches off in both runs: PYTHONHASHSEED is not set; "
-                                             "deterministic algorithms not enabled; x (+1 more)")
-    assert any(c.startswith("another seed: seeds.values.seed 1 -> 2") for c in causes)
-    assert any(c.startswith("another GPU model: hardware.gpu.model") for c in causes)
-    assert any(c.startswith("other packages:") and "torch" in c for c in causes)
+    assert verify(old, new)["causes"][-1] == ("determinism switches off in both runs: PYTHONHASHSEED is not set; "
+                                              "deterministic algorithms not enabled; x (+1 more)")
     assert verify(old, old)["causes"] == []
+
+
+def test_likely_causes_show_argv_where_it_differs_and_rank_paths_by_whose_they_are():
+    old, new = pair(metrics={"auc": 0.5, "loss": 0.25})
+    old["command"] = {"argv": ["python", "train.py", "--data", "data/v1", "--out", "runs/a", "--fast"]}
+    new["command"] = {"argv": ["python", "train.py", "--data", "data/v2", "--out", "runs/b", "--epochs", "3",
+                               "--fast"]}
+    old["config"] = {"resolved_args": {"data": "data/v1", "out": "runs/a"}}
+    new["config"] = {"resolved_args": {"data": "data/v2", "out": "runs/b", "epochs": 3}}
+    old["results"]["outputs"] = {"runs/a/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 10}}
+    new["results"]["outputs"] = {"runs/b/model.pt": {"kind": "file", "sha256": "a" * 64, "size": 10}}
+    assert verify(old, new)["causes"] == [
+        'other arguments or environment: command.argv[6:6] [] -> ["--epochs", "3"], '
+        'config.resolved_args.epochs absent -> 3',
+        'other data: config.resolved_args.data "data/v1" -> "data/v2"',
+        'paths into each run\'s own directory: config.resolved_args.out "runs/a" -> "runs/b"']
+
+
+def test_a_step_that_comes_again_is_compared_row_by_row_in_order():
+    # a per-epoch counter: steps 0, 1, 0, 1; the new run parts at the second row of step 0
+    old, new = pair(trace=trace([0, 1, 0, 1], loss=[H(1.0), H(0.5), H(1.0), H(0.5)]))
+    old["results"]["trace"] = trace([0, 1, 0, 1], loss=[H(1.0), H(0.5), H(0.75), H(0.25)])
+    result = verify(old, new)
+    t = result["trace"]
+    assert (result["verdict"], t["compared"], t["differing"]) == ("diverged", 4, 2)
+    assert t["first"] == {"step": 0, "occurrence": 2, "scalar": "loss", "old": H(0.75), "new": H(1.0)}
+    assert "  first parts at step 0 (2nd occurrence), loss: 0.75 -> 1.0 (0x1.8000000000000p-1 -> " \
+           "0x1.0000000000000p+0)" in render(result).splitlines()
+
+
+def test_rows_of_a_repeated_step_kept_on_one_side_only_differ():
+    old, new = pair(trace=trace([0, 1, 0, 1, 0], loss=[H(1.0)] * 5))
+    old["results"]["trace"] = trace([0, 1, 0, 1], loss=[H(1.0)] * 4)
+    old["results"]["trace"]["last_step"] = 0
+    t = verify(old, new)["trace"]
+    assert (t["status"], t["compared"]) == ("differs", 4)
+    assert "rows recorded on one side only: 0 in old, 1 in new" in t["notes"]
+
+
+def test_runs_that_end_on_the_same_step_after_another_number_of_calls_differ():
+    # a per-epoch counter ends on its last step whatever the number of epochs; the rows kept may agree
+    old, new = pair()
+    new["results"]["trace"]["calls"] = 50
+    result = verify(old, new)
+    assert result["verdict"] == "diverged"
+    assert result["trace"]["notes"] == ["old called trace 5 times, new 50"]
+
+
+def test_a_trace_of_many_names_is_compared_in_full():
+    names = {"s%d" % i: [H(0.5)] for i in range(20_000)}
+    old, new = pair(trace=trace([0], **names))
+    old["results"]["trace"] = trace([0], **dict(names, s19999=[H(0.25)]))
+    t = verify(old, new)["trace"]
+    assert (t["status"], t["differing"], t["first"]["scalar"]) == ("differs", 1, "s19999")
+
+
+def test_the_same_rows_in_another_order_differ():
+    old, new = pair(trace=trace([1, 0], loss=[H(0.5), H(1.0)]))
+    old["results"]["trace"] = trace([0, 1], loss=[H(1.0), H(0.5)])
+    new["results"]["trace"]["last_step"] = 1
+    result = verify(old, new)
+    assert result["verdict"] == "diverged"
+    assert result["trace"]["notes"] == ["the rows come in another order"]

@@ -40,6 +40,28 @@ def test_two_runs_of_the_same_length_keep_the_same_steps():
     assert a == b
 
 
+def test_a_step_that_comes_again_is_a_row_of_its_own_in_the_order_given():
+    # a per-epoch step counter: 0..9, 0..9, ...; the later rows are every 10th row, whatever their step
+    t = Trace(first=5, every=10, keep=100)
+    for call in range(45):
+        t.add(call % 10, None, {"call": call})
+    section = t.section()
+    assert section["steps"] == [0, 1, 2, 3, 4, 0, 0, 0, 0]
+    assert section["values"] == [[0, 1, 2, 3, 4, 10, 20, 30, 40]]
+
+
+def test_a_long_run_with_a_per_epoch_counter_stays_bounded_and_covers_its_whole_length():
+    t = Trace()
+    for call in range(300_000):
+        t.add(call % 100, None, {"call": call})
+    section = t.section()
+    calls = section["values"][0]
+    assert len(calls) <= 50 + 50 and calls[:50] == list(range(50))
+    assert calls[-1] > 270_000 and calls == sorted(calls)
+    assert all(c % section["every"] == 0 for c in calls[50:])
+    assert section["steps"] == [c % 100 for c in calls]
+
+
 def test_values_are_kept_without_loss():
     assert exact(0.1) == "0x1.999999999999ap-4" and float.fromhex(exact(0.1)) == 0.1
     assert exact(-0.0) == "-0x0.0p+0" and exact(0.0) == "0x0.0p+0"
