@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from .fields import norm_package, parse_version, version_order
+from .numbers import ZERO_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -170,7 +171,7 @@ def _version_test(op: Optional[str], value: str, bad: Callable[[str], QueryError
 
         def starts(v: Any) -> bool:
             got = parse_version(v)
-            return got is not None and got[0][:len(head)] + (0,) * (len(head) - len(got[0])) == head
+            return got is not None and got[0][:len(head)] + (ZERO_KEY,) * (len(head) - len(got[0])) == head
         return starts if op != "!=" else (lambda v: v is not None and not starts(v))
     if op in _ORDER:
         if parse_version(value) is None:

@@ -13,6 +13,7 @@ import json
 from ..std.sha import sha256_hex
 from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
 from .model import READ_LIMIT_BYTES
+from .numbers import read_int
 from .reader import ManifestError, ReadError, parse_json, read_bytes
 from .scan import Entry, read_fields
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
@@ -48,13 +49,13 @@ class Row:
     @property
     def doc(self) -> Dict[str, Any]:
         if self._doc is None and self.doc_json is not None:
-            self._doc = json.loads(self.doc_json)
+            self._doc = json.loads(self.doc_json, parse_int=read_int)  # numbers by the reader's rule
         return self._doc or {}
 
     @property
     def facts(self) -> Dict[str, Any]:
         if self._facts is None and self.facts_json is not None:
-            self._facts = json.loads(self.facts_json)
+            self._facts = json.loads(self.facts_json, parse_int=read_int)
         return self._facts or {}
 
     def entry(self) -> Entry:
