@@ -20,19 +20,47 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 def render_descendants(result: Dict[str, Any], *, cwd: str = ".") -> str:
-    """The tree, one run a line, each child indented under its parent; every value escaped."""
+    """The tree, one run a line, each child indented under its parent; every value escaped. Drawn with a
+    stack, not recursion: a chain of any length."""
     lines: List[str] = []
-
-    def walk(n: Dict[str, Any], lead: str, branch: str) -> None:
+    stack = [(result["root"], "", "")] if result["root"] is not None else []
+    while stack:
+        n, lead, branch = stack.pop()
         lines.append(lead + branch + safe_format("%s  %s  %s", n["run_id"], time_cell(n["generated_at"]),
                                                  rel_path(n["path"], cwd)))
         kids = n["children"]
-        for i, c in enumerate(kids):
-            last = i == len(kids) - 1
-            walk(c, lead + ("" if not branch else ("    " if branch == "`-- " else "|   ")), "`-- " if last else "|-- ")
-    if result["root"] is not None:
-        walk(result["root"], "", "")
+        below = lead + ("" if not branch else ("    " if branch == "`-- " else "|   "))
+        stack.extend((c, below, "`-- " if i == len(kids) - 1 else "|-- ") for i, c in reversed(list(enumerate(kids))))
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def json_text(value: Any) -> str:
+    """``json.dumps(value, indent=1, sort_keys=True)``, written with a stack: ``json`` recurses once per
+    level, and a tree of descendants is as deep as the chain is long."""
+    out: List[str] = []
+    stack: List[Any] = [(value, 0)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        v, level = item
+        if isinstance(v, dict) and v:
+            pad = "\n" + " " * (level + 1)
+            parts: List[Any] = ["{"]
+            for i, k in enumerate(sorted(v)):
+                parts += [("," if i else "") + pad + json.dumps(str(k)) + ": ", (v[k], level + 1)]
+            parts.append("\n" + " " * level + "}")
+        elif isinstance(v, list) and v:
+            pad = "\n" + " " * (level + 1)
+            parts = ["["]
+            for i, x in enumerate(v):
+                parts += [("," if i else "") + pad, (x, level + 1)]
+            parts.append("\n" + " " * level + "]")
+        else:
+            parts = [json.dumps(v)]
+        stack.extend(reversed(parts))
+    return "".join(out)
 
 
 def render_ancestry(result: Dict[str, Any], *, cwd: str = ".") -> str:
@@ -66,15 +94,13 @@ def run(args: argparse.Namespace) -> int:
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
         say("relaxrepro lineage: warning: unreadable: %s", line)
     if args.json:
-        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        sys.stdout.write(json_text(result) + "\n")
     else:
         sys.stdout.write(render(result))
     if result["error"]:
         say("relaxrepro lineage: error: %s", result["error"])
         return Exit.FAIL
-    if args.down:
-        return Exit.OK
-    if result["missing"]:
+    if result.get("missing"):
         say("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there",
             result["missing"], ", ".join(dirs))
     if result["cycle"]:
