@@ -130,6 +130,7 @@ def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Call
     order: List[str] = []
     seen: Dict[str, int] = {}  # run id -> its place in order
     child: Optional[Dict[str, Any]] = None  # the document read just before, whose parent this one is
+    child_views: List[Dict[str, Any]] = []  # its flat views (_views): each document is flattened once
     path: Optional[str] = start_path
     while path is not None:
         try:
@@ -143,12 +144,14 @@ def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Call
             break
         seen[run_id] = len(order)
         order.append(run_id)
+        views = _views(doc)
         if child is not None:
             steps.append({"from": doc.get("run_id"), "to": child.get("run_id"),
-                          "reason": str(_parent(child).get("reason") or "explicit"), "summary": _summary(doc, child)})
+                          "reason": str(_parent(child).get("reason") or "explicit"),
+                          "summary": _summary(doc, child, views, child_views)})
         chain.append({"run_id": doc.get("run_id"), "path": path, "generated_at": doc.get("generated_at"),
                       "missing": False})
-        child = doc
+        child, child_views = doc, views
         parent = _parent(doc)
         if not isinstance(parent, dict):
             break
@@ -173,8 +176,19 @@ def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Call
     return result
 
 
-def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
-    """One line: what changed from ``old`` to ``new`` in code, args, env, packages and GPUs.
+_VIEWS = (("args", ("config", "resolved_args")), ("env", ("config", "selected_env")),
+          ("packages", ("environment", "packages")))
+
+
+def _views(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The flat args, env and packages of ``doc``, as :func:`_summary` compares them."""
+    return [_flat(doc, where) for _label, where in _VIEWS]
+
+
+def _summary(old: Dict[str, Any], new: Dict[str, Any], old_views: List[Dict[str, Any]],
+             new_views: List[Dict[str, Any]]) -> str:
+    """One line: what changed from ``old`` to ``new`` in code, args, env, packages and GPUs (``*_views``:
+    their :func:`_views`).
 
     More specific than ``diff``'s summary line (which counts changes per category): an ancestry
     reads best with the values themselves, ``lr 0.001 -> 0.0003``.
@@ -198,9 +212,8 @@ def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
                 code.append("%s uncommitted changes differ" % name)
     if code:
         parts.append("code: " + ", ".join(code))
-    for label, where in (("args", ("config", "resolved_args")), ("env", ("config", "selected_env")),
-                         ("packages", ("environment", "packages"))):
-        diffs = changed(_flat(old, where), _flat(new, where))
+    for (label, _where), a_view, b_view in zip(_VIEWS, old_views, new_views):
+        diffs = changed(a_view, b_view)
         if diffs:
             shown = ["%s %s -> %s" % (k, cell(a), cell(b)) for k, a, b in diffs[:3]]
             more = " (+%d more)" % (len(diffs) - 3) if len(diffs) > 3 else ""
