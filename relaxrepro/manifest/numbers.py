@@ -8,7 +8,7 @@ into a float (``OverflowError``) and, from 3.11, refuses ``int()`` of more than 
   copies, through :func:`read_int`): exact where Python compares integers, ±infinity where a float is wanted;
 - a digit string is ordered by :func:`digits_key` (exactly, at any length, without ``int()``) and turned into
   an ``int`` only through :func:`small_int` (at most :data:`SMALL_DIGITS` digits, else None);
-- :func:`shorten` is how a long digit run is shown.
+- :func:`shorten` is how a long text is shown, :func:`shown` a number in a cell.
 """
 
 from __future__ import annotations
@@ -85,3 +85,17 @@ def shorten(text: str, width: int = 40) -> str:
         return text
     half = max((width - 3) // 2, 1)
     return "%s...%s (%d characters)" % (text[:half], text[-half:], len(text))
+
+
+SHOWN_DIGITS = 20
+"""An integer longer than this is shown as ``1.000e+400`` in a table cell (:func:`shown`)."""
+
+
+def shown(value: object) -> str:
+    """A recorded value for a cell: ``str(value)``, but an integer of more than :data:`SHOWN_DIGITS` digits in
+    scientific form from its digits (``-1.234e+400``), which no float could give."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = str(abs(value))
+        if len(digits) > SHOWN_DIGITS:
+            return "%s%s.%se+%d" % ("-" if value < 0 else "", digits[0], digits[1:4], len(digits) - 1)
+    return str(value)

@@ -138,3 +138,13 @@ def test_a_schema_version_of_5000_digits_is_one_line_and_exit_2(tmp_path):
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "internal error" not in res.stderr
     assert "unsupported schema_version 1111" in res.stderr and "(5002 characters)" in res.stderr
     assert os.path.getsize(str(path)) > 5000
+
+
+def test_a_listing_shows_a_huge_count_or_exit_code_shortened(tmp_path):
+    put(tmp_path / "runs", make_doc("hw", hardware={"gpu_count": HUGE, "gpu_model": "NVIDIA H100"},
+                                    outcome={"status": "exit", "exit_code": -HUGE - 1}))
+    for index in ((), ("--no-index",)):
+        res = run_cli("ls", "runs", *index, env=_env(tmp_path), cwd=tmp_path)
+        assert (res.returncode, res.stderr) == (0, "")
+        assert res.stdout.splitlines()[1].split()[5:9] == ["1.000e+400xH100", "-", "-", "exit"]
+        assert res.stdout.splitlines()[1].split()[9] == "-1.000e+400"
