@@ -16,51 +16,46 @@ from ._common import Exit, dirs_or_cwd, read_or_report, report_missing, say
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Dict, List
+    from typing import Any, Dict, Iterator, List, Tuple
 
 
-def render_descendants(result: Dict[str, Any], *, cwd: str = ".") -> str:
+def descendant_lines(result: Dict[str, Any], *, cwd: str = ".") -> Iterator[str]:
     """The tree, one run a line, each child indented under its parent; every value escaped. Drawn with a
-    stack, not recursion: a chain of any length."""
-    lines: List[str] = []
+    stack, not recursion, one line at a time: a chain of any length."""
     stack = [(result["root"], "", "")] if result["root"] is not None else []
     while stack:
         n, lead, branch = stack.pop()
-        lines.append(lead + branch + safe_format("%s  %s  %s", n["run_id"], time_cell(n["generated_at"]),
-                                                 rel_path(n["path"], cwd)))
+        yield lead + branch + safe_format("%s  %s  %s", n["run_id"], time_cell(n["generated_at"]),
+                                          rel_path(n["path"], cwd))
         kids = n["children"]
         below = lead + ("" if not branch else ("    " if branch == "`-- " else "|   "))
         stack.extend((c, below, "`-- " if i == len(kids) - 1 else "|-- ") for i, c in reversed(list(enumerate(kids))))
-    return "\n".join(lines) + ("\n" if lines else "")
 
 
-def json_text(value: Any) -> str:
-    """``json.dumps(value, indent=1, sort_keys=True)``, written with a stack: ``json`` recurses once per
-    level, and a tree of descendants is as deep as the chain is long."""
-    out: List[str] = []
-    stack: List[Any] = [(value, 0)]
+def json_chunks(value: Any) -> Iterator[str]:
+    """The text of ``json.dumps(value, indent=1, sort_keys=True)``, piece by piece, from a stack: ``json``
+    recurses once per level, and a tree of descendants is as deep as the chain is long. An indent is made
+    when it is written, so what waits on the stack stays small however deep the tree."""
+    stack: List[Tuple[str, Any, int]] = [("v", value, 0)]
     while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            out.append(item)
+        tag, v, level = stack.pop()
+        if tag == "l":  # (text before the line break, text after the indent)
+            yield v[0] + "\n" + " " * level + v[1]
             continue
-        v, level = item
         if isinstance(v, dict) and v:
-            pad = "\n" + " " * (level + 1)
-            parts: List[Any] = ["{"]
+            parts: List[Tuple[str, Any, int]] = []
             for i, k in enumerate(sorted(v)):
-                parts += [("," if i else "") + pad + json.dumps(str(k)) + ": ", (v[k], level + 1)]
-            parts.append("\n" + " " * level + "}")
+                parts += [("l", ("," if i else "", json.dumps(str(k)) + ": "), level + 1), ("v", v[k], level + 1)]
+            yield "{"
+            stack.append(("l", ("", "}"), level))
+            stack.extend(reversed(parts))
         elif isinstance(v, list) and v:
-            pad = "\n" + " " * (level + 1)
-            parts = ["["]
-            for i, x in enumerate(v):
-                parts += [("," if i else "") + pad, (x, level + 1)]
-            parts.append("\n" + " " * level + "]")
+            yield "["
+            stack.append(("l", ("", "]"), level))
+            stack.extend(reversed([p for i, x in enumerate(v) for p in (("l", ("," if i else "", ""), level + 1),
+                                                                        ("v", x, level + 1))]))
         else:
-            parts = [json.dumps(v)]
-        stack.extend(reversed(parts))
-    return "".join(out)
+            yield json.dumps(v)
 
 
 def render_ancestry(result: Dict[str, Any], *, cwd: str = ".") -> str:
@@ -87,16 +82,19 @@ def run(args: argparse.Namespace) -> int:
     if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
         return Exit.USAGE  # a manifest file named, and it cannot be read: one line, as check says it
     warnings: List[str] = []
-    find, render = (descendants, render_descendants) if args.down else (ancestry, render_ancestry)
+    find = descendants if args.down else ancestry
     result = find(args.run, dirs, use_index=not args.no_index, warnings=warnings)
     for w in warnings:
         say("relaxrepro lineage: warning: %s", w)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
         say("relaxrepro lineage: warning: unreadable: %s", line)
     if args.json:
-        sys.stdout.write(json_text(result) + "\n")
+        sys.stdout.writelines(json_chunks(result))
+        sys.stdout.write("\n")
+    elif args.down:
+        sys.stdout.writelines(line + "\n" for line in descendant_lines(result))
     else:
-        sys.stdout.write(render(result))
+        sys.stdout.write(render_ancestry(result))
     if result["error"]:
         say("relaxrepro lineage: error: %s", result["error"])
         return Exit.FAIL
