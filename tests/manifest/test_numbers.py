@@ -148,3 +148,12 @@ def test_a_listing_shows_a_huge_count_or_exit_code_shortened(tmp_path):
         assert (res.returncode, res.stderr) == (0, "")
         assert res.stdout.splitlines()[1].split()[5:9] == ["1.000e+400xH100", "-", "-", "exit"]
         assert res.stdout.splitlines()[1].split()[9] == "-1.000e+400"
+
+
+@pytest.mark.parametrize("rtol", [(), ("--rtol", "0.5")], ids=["bit-exact", "rtol"])
+def test_two_huge_metrics_one_apart_differ(tmp_path, rtol):
+    for rid, value in (("a", HUGE), ("b", HUGE + 1)):
+        put(tmp_path, make_doc(rid, schema_version="1.3", results={"metrics": {"n": value}}))
+    res = run_cli("verify", *rtol, "manifest_a.json", "manifest_b.json", env=_env(tmp_path), cwd=tmp_path)
+    assert res.returncode == 1, (res.stdout, res.stderr)
+    assert "diverged" in res.stdout.splitlines()[0] and "differs    n  %d -> %d" % (HUGE, HUGE + 1) in res.stdout
