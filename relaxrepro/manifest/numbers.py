@@ -44,8 +44,12 @@ def read_int(text: str) -> int:
     """The integer a JSON number without a fraction spells: a plain ``int``, or a :class:`BigInt` when a float
     cannot hold it. ``text`` is at most the reader's ``MAX_INT_DIGITS`` long (it refuses longer ones)."""
     value = int(text)
-    if len(text) - (text[:1] == "-") <= FLOAT_DIGITS:
-        return value
+    return value if len(text) - (text[:1] == "-") <= FLOAT_DIGITS else wide(value)
+
+
+def wide(value: int) -> int:
+    """``value`` as a :class:`BigInt` when a float cannot hold it, else as it is (:func:`read_int` calls it
+    for integers of more than :data:`FLOAT_DIGITS` digits only)."""
     try:
         float(value)
     except OverflowError:

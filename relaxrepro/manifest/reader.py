@@ -16,7 +16,7 @@ import stat
 from ..std.files import NotRegularFile, open_regular
 from .fields import RELAX_ALIASES, find_seeds, get
 from .model import MAJOR, READ_LIMIT_BYTES, Manifest, config_file_maps
-from .numbers import is_digits, read_int, shorten, small_int
+from .numbers import FLOAT_DIGITS, is_digits, shorten, small_int, wide
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
@@ -208,7 +208,7 @@ MAX_INT_DIGITS = 4300
 """The longest integer any reader takes. Python 3.11+ refuses to convert longer ones (its
 ``int_max_str_digits``, a ValueError from ``json.loads``) and 3.8-3.10 take any: this is our rule,
 the same on every version. No manifest field holds a number anywhere near it. One shorter but beyond a
-float's range is read exactly, as :class:`~relaxrepro.manifest.numbers.BigInt` (``numbers.read_int``)."""
+float's range is read exactly, as :class:`~relaxrepro.manifest.numbers.BigInt` (``numbers.read_int``'s rule)."""
 
 _INF = float("inf")
 
@@ -249,9 +249,11 @@ def _parse_int(s: str) -> Any:
     digits = len(s) - s.startswith("-")
     if digits <= MAX_INT_DIGITS:
         try:
-            return read_int(s)
+            value = int(s)
         except ValueError:  # PYTHONINTMAXSTRDIGITS set lower than ours
             pass
+        else:  # numbers.read_int, inlined: ls parses ~80,000 small values per 10,000 files
+            return value if digits <= FLOAT_DIGITS else wide(value)
     return _flag("integer of %d digits is longer than the %d allowed" % (digits, MAX_INT_DIGITS))
 
 
