@@ -148,6 +148,9 @@ def test_a_listing_shows_a_huge_count_or_exit_code_shortened(tmp_path):
         assert (res.returncode, res.stderr) == (0, "")
         assert res.stdout.splitlines()[1].split()[5:9] == ["1.000e+400xH100", "-", "-", "exit"]
         assert res.stdout.splitlines()[1].split()[9] == "-1.000e+400"
+        for where in ("gpus>1", "exit<0", "exit!=1"):  # the facts, from the file or the index: exact ints
+            res = run_cli("ls", "runs", *index, "--where", where, env=_env(tmp_path), cwd=tmp_path)
+            assert (res.returncode, res.stderr, _ids(res)) == (0, "", ["hw"]), where
 
 
 @pytest.mark.parametrize("rtol", [(), ("--rtol", "0.5")], ids=["bit-exact", "rtol"])
