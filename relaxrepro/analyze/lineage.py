@@ -14,17 +14,18 @@ from ..manifest.summary import gpu_cell, repos, short
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence
 
 
 def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
                 warnings: Optional[List[str]] = None) -> Dict[str, Any]:
     """The runs descended from ``run`` (a run id or a manifest path), as a tree.
 
-    Returns ``{"root": node | None, "error": str | None, "unreadable": ["path: why", ...]}``; a node is
-    ``{run_id, path, generated_at, children: [node, ...]}``, children by time. A run met twice (a cycle,
-    or two manifests of one run id) is listed once, under the first parent found. ``warnings``: where to
-    add what the run index says (a database bypassed or rebuilt).
+    Returns ``{"root": node | None, "cycle": [...] | None, "error": str | None, "unreadable": ["path: why",
+    ...]}``; a node is ``{run_id, path, generated_at, children: [node, ...]}``, children by time. A run met
+    twice is listed once, under the first parent found; when it is met below itself, ``cycle`` names the loop
+    as :func:`ancestry` does (``A -> B -> A``). Walked with a stack, not recursion: a chain of any length.
+    ``warnings``: where to add what the run index says (a database bypassed or rebuilt).
     """
     src = runindex.open_roots(roots, use_index=use_index)
     try:
@@ -39,23 +40,50 @@ def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
             start = next((r for r in rows if os.path.realpath(r.path) == real), None) or next(iter(rows), None)
         start = start or next(iter(src.lookup("run_id", run)), None)
         if start is None:
-            return {"root": None, "error": "run %s not found under %s" % (run, ", ".join(roots)),
+            return {"root": None, "cycle": None, "error": "run %s not found under %s" % (run, ", ".join(roots)),
                     "unreadable": unreadable}
-        seen = {start.run_id}
-
-        def node(r: Any) -> Dict[str, Any]:
-            kids = []
+        up: Dict[Any, Any] = {start.run_id: None}  # each run listed -> the run it is listed under
+        cycle: Optional[List[str]] = None
+        root = _node(start)
+        stack = [(start, root)]
+        while stack:
+            r, here = stack.pop()
             found = sorted((c for c in src.lookup("parent", r.run_id) if c.run_id is not None),
                            key=lambda c: (c.generated_at, c.run_id or ""))
+            kids = []
             for c in found:
-                if c.run_id not in seen:
-                    seen.add(c.run_id)
+                if c.run_id not in up:
+                    up[c.run_id] = r.run_id
                     kids.append(c)
-            return {"run_id": r.run_id, "path": r.path, "generated_at": r.generated_at or None,
-                    "children": [node(c) for c in kids]}
-        return {"root": node(start), "error": None, "unreadable": unreadable}
+                elif cycle is None and _above(up, r.run_id, c.run_id):
+                    cycle = _loop(up, r.run_id, c.run_id)
+            here["children"] = [_node(c) for c in kids]
+            stack.extend(reversed(list(zip(kids, here["children"]))))
+        return {"root": root, "cycle": cycle, "error": None, "unreadable": unreadable}
     finally:
         src.close()
+
+
+def _node(r: Any) -> Dict[str, Any]:
+    return {"run_id": r.run_id, "path": r.path, "generated_at": r.generated_at or None, "children": []}
+
+
+def _above(up: Dict[Any, Any], run_id: Any, other: Any) -> bool:
+    """Whether ``other`` is ``run_id`` or listed above it (its parent's parent ...)."""
+    while run_id is not None:
+        if run_id == other:
+            return True
+        run_id = up[run_id]
+    return False
+
+
+def _loop(up: Dict[Any, Any], run_id: Any, back_to: Any) -> List[str]:
+    """The loop ``back_to`` closes as a child of ``run_id``, each run followed by its parent as
+    :func:`ancestry` names it: ``back_to -> run_id -> run_id's parent ... -> back_to``."""
+    path = [run_id]
+    while path[-1] != back_to:
+        path.append(up[path[-1]])
+    return [str(back_to)] + [str(x) for x in path[:-1]] + [str(back_to)]
 
 
 def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True,
@@ -78,8 +106,16 @@ def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True,
         src.close()
 
 
+def _parent(doc: Dict[str, Any]) -> Any:
+    lin = doc.get("lineage")
+    return lin.get("parent") if isinstance(lin, dict) else None
+
+
 def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Callable[[str], Optional[str]]
               ) -> Dict[str, Any]:
+    """Walked from ``run`` up, one manifest in memory at a time: each step is summarised as soon as the
+    parent is read (a chain of 10,000 runs does not hold 10,000 documents), and a run is known as seen by
+    a set, not by a search of the chain so far."""
     result: Dict[str, Any] = {"chain": [], "steps": [], "cycle": None, "missing": None, "error": None,
                               "unreadable": unreadable}
     if os.path.isfile(run):
@@ -89,8 +125,12 @@ def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Call
     if start_path is None:
         result["error"] = "run %s not found under %s" % (run, ", ".join(roots))
         return result
-    docs: List[Tuple[str, Dict[str, Any]]] = []
-    seen: List[str] = []
+    chain: List[Dict[str, Any]] = []  # newest first, as walked; reversed at the end
+    steps: List[Dict[str, Any]] = []
+    order: List[str] = []
+    seen: Dict[str, int] = {}  # run id -> its place in order
+    child: Optional[Dict[str, Any]] = None  # the document read just before, whose parent this one is
+    child_views: List[Dict[str, Any]] = []  # its flat views (_views): each document is flattened once
     path: Optional[str] = start_path
     while path is not None:
         try:
@@ -100,11 +140,19 @@ def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Call
             break
         run_id = str(doc.get("run_id"))
         if run_id in seen:
-            result["cycle"] = seen[seen.index(run_id):] + [run_id]
+            result["cycle"] = order[seen[run_id]:] + [run_id]
             break
-        seen.append(run_id)
-        docs.append((path, doc))
-        parent = (doc.get("lineage") or {}).get("parent") if isinstance(doc.get("lineage"), dict) else None
+        seen[run_id] = len(order)
+        order.append(run_id)
+        views = _views(doc)
+        if child is not None:
+            steps.append({"from": doc.get("run_id"), "to": child.get("run_id"),
+                          "reason": str(_parent(child).get("reason") or "explicit"),
+                          "summary": _summary(doc, child, views, child_views)})
+        chain.append({"run_id": doc.get("run_id"), "path": path, "generated_at": doc.get("generated_at"),
+                      "missing": False})
+        child, child_views = doc, views
+        parent = _parent(doc)
         if not isinstance(parent, dict):
             break
         pid = parent.get("run_id")
@@ -114,32 +162,33 @@ def _ancestry(run: str, roots: Sequence[str], unreadable: List[str], by_id: Call
         if path is None:
             result["missing"] = pid or parent.get("given") or "?"
             break
-    docs.reverse()
+    oldest = _parent(child) if child is not None else None
+    if isinstance(oldest, dict) and (result["missing"] or result["cycle"]):
+        text = "parent missing, nothing to compare" if result["missing"] else \
+            "parent %s is also its descendant: cycle" % oldest.get("run_id")
+        steps.append({"from": oldest.get("run_id"), "to": child.get("run_id"),
+                      "reason": str(oldest.get("reason") or "explicit"), "summary": text})
     if result["missing"]:
-        result["chain"].append({"run_id": result["missing"], "path": None, "generated_at": None, "missing": True})
-    for p, d in docs:
-        result["chain"].append({"run_id": d.get("run_id"), "path": p, "generated_at": d.get("generated_at"),
-                                "missing": False})
-    for i, (_p, d) in enumerate(docs):
-        parent = (d.get("lineage") or {}).get("parent") if isinstance(d.get("lineage"), dict) else None
-        if not isinstance(parent, dict):
-            continue
-        if i == 0 and not result["missing"] and not result["cycle"]:
-            continue
-        reason = str(parent.get("reason") or "explicit")
-        if i == 0:
-            text = "parent missing, nothing to compare" if result["missing"] else \
-                "parent %s is also its descendant: cycle" % parent.get("run_id")
-            result["steps"].append({"from": parent.get("run_id"), "to": d.get("run_id"), "reason": reason,
-                                    "summary": text})
-            continue
-        result["steps"].append({"from": docs[i - 1][1].get("run_id"), "to": d.get("run_id"), "reason": reason,
-                                "summary": _summary(docs[i - 1][1], d)})
+        chain.append({"run_id": result["missing"], "path": None, "generated_at": None, "missing": True})
+    chain.reverse()
+    steps.reverse()
+    result["chain"], result["steps"] = chain, steps
     return result
 
 
-def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
-    """One line: what changed from ``old`` to ``new`` in code, args, env, packages and GPUs.
+_VIEWS = (("args", ("config", "resolved_args")), ("env", ("config", "selected_env")),
+          ("packages", ("environment", "packages")))
+
+
+def _views(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The flat args, env and packages of ``doc``, as :func:`_summary` compares them."""
+    return [_flat(doc, where) for _label, where in _VIEWS]
+
+
+def _summary(old: Dict[str, Any], new: Dict[str, Any], old_views: List[Dict[str, Any]],
+             new_views: List[Dict[str, Any]]) -> str:
+    """One line: what changed from ``old`` to ``new`` in code, args, env, packages and GPUs (``*_views``:
+    their :func:`_views`).
 
     More specific than ``diff``'s summary line (which counts changes per category): an ancestry
     reads best with the values themselves, ``lr 0.001 -> 0.0003``.
@@ -163,9 +212,8 @@ def _summary(old: Dict[str, Any], new: Dict[str, Any]) -> str:
                 code.append("%s uncommitted changes differ" % name)
     if code:
         parts.append("code: " + ", ".join(code))
-    for label, where in (("args", ("config", "resolved_args")), ("env", ("config", "selected_env")),
-                         ("packages", ("environment", "packages"))):
-        diffs = changed(_flat(old, where), _flat(new, where))
+    for (label, _where), a_view, b_view in zip(_VIEWS, old_views, new_views):
+        diffs = changed(a_view, b_view)
         if diffs:
             shown = ["%s %s -> %s" % (k, cell(a), cell(b)) for k, a, b in diffs[:3]]
             more = " (+%d more)" % (len(diffs) - 3) if len(diffs) > 3 else ""

@@ -17,23 +17,46 @@ from ._runs import read_or_report, resolve_args
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Dict, List
+    from typing import Any, Dict, Iterator, List, Tuple
 
 
-def render_descendants(result: Dict[str, Any], *, cwd: str = ".") -> str:
-    """The tree, one run a line, each child indented under its parent; every value escaped."""
-    lines: List[str] = []
-
-    def walk(n: Dict[str, Any], lead: str, branch: str) -> None:
-        lines.append(lead + branch + safe_format("%s  %s  %s", n["run_id"], time_cell(n["generated_at"]),
-                                                 rel_path(n["path"], cwd)))
+def descendant_lines(result: Dict[str, Any], *, cwd: str = ".") -> Iterator[str]:
+    """The tree, one run a line, each child indented under its parent; every value escaped. Drawn with a
+    stack, not recursion, one line at a time: a chain of any length."""
+    stack = [(result["root"], "", "")] if result["root"] is not None else []
+    while stack:
+        n, lead, branch = stack.pop()
+        yield lead + branch + safe_format("%s  %s  %s", n["run_id"], time_cell(n["generated_at"]),
+                                          rel_path(n["path"], cwd))
         kids = n["children"]
-        for i, c in enumerate(kids):
-            last = i == len(kids) - 1
-            walk(c, lead + ("" if not branch else ("    " if branch == "`-- " else "|   ")), "`-- " if last else "|-- ")
-    if result["root"] is not None:
-        walk(result["root"], "", "")
-    return "\n".join(lines) + ("\n" if lines else "")
+        below = lead + ("" if not branch else ("    " if branch == "`-- " else "|   "))
+        stack.extend((c, below, "`-- " if i == len(kids) - 1 else "|-- ") for i, c in reversed(list(enumerate(kids))))
+
+
+def json_chunks(value: Any) -> Iterator[str]:
+    """The text of ``json.dumps(value, indent=1, sort_keys=True)``, piece by piece, from a stack: ``json``
+    recurses once per level, and a tree of descendants is as deep as the chain is long. An indent is made
+    when it is written, so what waits on the stack stays small however deep the tree."""
+    stack: List[Tuple[str, Any, int]] = [("v", value, 0)]
+    while stack:
+        tag, v, level = stack.pop()
+        if tag == "l":  # (text before the line break, text after the indent)
+            yield v[0] + "\n" + " " * level + v[1]
+            continue
+        if isinstance(v, dict) and v:
+            parts: List[Tuple[str, Any, int]] = []
+            for i, k in enumerate(sorted(v)):
+                parts += [("l", ("," if i else "", json.dumps(str(k)) + ": "), level + 1), ("v", v[k], level + 1)]
+            yield "{"
+            stack.append(("l", ("", "}"), level))
+            stack.extend(reversed(parts))
+        elif isinstance(v, list) and v:
+            yield "["
+            stack.append(("l", ("", "]"), level))
+            stack.extend(reversed([p for i, x in enumerate(v) for p in (("l", ("," if i else "", ""), level + 1),
+                                                                        ("v", x, level + 1))]))
+        else:
+            yield json.dumps(v)
 
 
 def render_ancestry(result: Dict[str, Any], *, cwd: str = ".") -> str:
@@ -62,22 +85,23 @@ def run(args: argparse.Namespace) -> int:
     warnings: List[str] = []
     if not resolve_args("lineage", args, "run", first=args.dirs, warnings=warnings):
         return Exit.USAGE
-    find, render = (descendants, render_descendants) if args.down else (ancestry, render_ancestry)
+    find = descendants if args.down else ancestry
     result = find(args.run, dirs, use_index=not args.no_index, warnings=warnings)
     for w in dict.fromkeys(warnings):  # each once: the run's lookup and the walk may both bypass a database
         say("relaxrepro lineage: warning: %s", w)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why
         say("relaxrepro lineage: warning: unreadable: %s", line)
     if args.json:
-        sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")
+        sys.stdout.writelines(json_chunks(result))
+        sys.stdout.write("\n")
+    elif args.down:
+        sys.stdout.writelines(line + "\n" for line in descendant_lines(result))
     else:
-        sys.stdout.write(render(result))
+        sys.stdout.write(render_ancestry(result))
     if result["error"]:
         say("relaxrepro lineage: error: %s", result["error"])
         return Exit.FAIL
-    if args.down:
-        return Exit.OK
-    if result["missing"]:
+    if result.get("missing"):
         say("relaxrepro lineage: warning: parent %s not found under %s; the chain stops there",
             result["missing"], ", ".join(dirs))
     if result["cycle"]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from .numbers import ZERO_KEY, digits_key
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -141,11 +143,14 @@ def find_seeds(args: Mapping[str, Any], prefix: str = "", depth: int = 0) -> Dic
 
 # -- versions -----------------------------------------------------------------------------------
 
-_RELEASE = re.compile(r"^[vV]?(\d+(?:\.\d+)*)(.*)$")
+_RELEASE = re.compile(r"^[vV]?([0-9]+(?:\.[0-9]+)*)(.*)$")
 
 
-def parse_version(text: Any) -> Optional[Tuple[Tuple[int, ...], str, str]]:
-    """(release numbers, suffix such as ``rc1``/``.post1``, local part after ``+``) or None."""
+def parse_version(text: Any) -> Optional[Tuple[Tuple[Tuple[int, str], ...], str, str]]:
+    """(release numbers, suffix such as ``rc1``/``.post1``, local part after ``+``) or None.
+
+    Each release number is its :func:`~relaxrepro.manifest.numbers.digits_key`: ordered exactly at any
+    length (a 5,000-digit "version" compares, where ``int()`` would refuse it)."""
     value = scalar(text)
     if value is None:
         return None
@@ -153,7 +158,11 @@ def parse_version(text: Any) -> Optional[Tuple[Tuple[int, ...], str, str]]:
     m = _RELEASE.match(public.strip())
     if not m:
         return None
-    return tuple(int(x) for x in m.group(1).split(".")), m.group(2), local
+    return tuple(digits_key(x) for x in m.group(1).split(".")), m.group(2), local
+
+
+def _padded(release: Tuple[Tuple[int, str], ...], n: int) -> Tuple[Tuple[int, str], ...]:
+    return release + (ZERO_KEY,) * (n - len(release))
 
 
 def change_level(old: Any, new: Any) -> str:
@@ -169,7 +178,7 @@ def change_level(old: Any, new: Any) -> str:
     pa, pb = parse_version(a), parse_version(b)
     if pa is None or pb is None:
         return "unknown"
-    ra, rb = pa[0] + (0,) * (3 - len(pa[0])), pb[0] + (0,) * (3 - len(pb[0]))
+    ra, rb = _padded(pa[0], 3), _padded(pb[0], 3)
     if ra[0] != rb[0]:
         return "major"
     if ra[1] != rb[1]:
@@ -186,7 +195,7 @@ def version_order(old: Any, new: Any) -> int:
     pa, pb = parse_version(old), parse_version(new)
     if pa is None or pb is None:
         return 0
-    ra, rb = pa[0] + (0,) * (4 - len(pa[0])), pb[0] + (0,) * (4 - len(pb[0]))
+    ra, rb = _padded(pa[0], 4), _padded(pb[0], 4)
     if ra != rb:
         return 1 if rb > ra else -1
     if pa[1] != pb[1]:
@@ -203,8 +212,8 @@ def major_minor(text: Any) -> Optional[str]:
     parsed = parse_version(text)
     if parsed is None:
         return None
-    release = parsed[0] + (0,)
-    return "%d.%d" % release[:2]
+    release = _padded(parsed[0], 2)
+    return "%s.%s" % (release[0][1], release[1][1])
 
 
 # -- redaction placeholders ---------------------------------------------------------------------

@@ -16,6 +16,7 @@ import json
 import os
 
 from ..std.sha import sha256_hex
+from .numbers import is_digits, shorten, small_int
 from .reader import ManifestError, ReadError, parse_json, read_bytes
 
 TYPE_CHECKING = False
@@ -84,10 +85,11 @@ def check_fragment(doc: Any, run_id: Optional[str] = None) -> Dict[str, Any]:
     if not isinstance(doc, dict):
         raise FragmentError("not a node fragment: the top level is not an object")
     version = doc.get("fragment_version")
-    if not isinstance(version, str) or not version.split(".", 1)[0].isdigit():
+    if not isinstance(version, str) or not is_digits(version.split(".", 1)[0]):
         raise FragmentError("not a node fragment: no fragment_version (is it a manifest?)")
-    if int(version.split(".", 1)[0]) != FRAGMENT_MAJOR:
-        raise FragmentError("unsupported fragment_version %s: this relaxrepro reads %d.x" % (version, FRAGMENT_MAJOR))
+    if small_int(version.split(".", 1)[0]) != FRAGMENT_MAJOR:  # None: too many digits for any major
+        raise FragmentError("unsupported fragment_version %s: this relaxrepro reads %d.x"
+                            % (shorten(version), FRAGMENT_MAJOR))
     if doc.get("kind") != "node":
         raise FragmentError("not a node fragment: kind is %r" % doc.get("kind"))
     node = doc.get("node")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from .fields import norm_package, parse_version, version_order
+from .numbers import ZERO_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -65,6 +66,11 @@ def parse(text: str) -> Clause:
         return QueryError("--where %r: %s" % (text, why))
 
     head, _, name = key.partition(".")
+    kind = _KIND.get(head if name and head in ("pkg", "metric", "commit") else key)
+    if op is not None and kind is not None:
+        why = value_error(kind, value)
+        if why is not None:
+            raise bad(why)
     if head == "pkg" and name:
         pkg = norm_package(name)
         test = _version_test(op, value, bad)
@@ -106,6 +112,50 @@ def parse(text: str) -> Clause:
 
 
 KEYS = _TEXT + _PREFIX + ("repo",) + _VERSION + _NUMBER + ("dirty",)
+
+_KIND = dict([(k, "text") for k in _TEXT + ("repo",)] + [(k, "digest") for k in _PREFIX + ("commit",)] +
+             [(k, "version") for k in _VERSION + ("pkg",)] + [(k, "number") for k in _NUMBER + ("metric",)])
+"""The kind of value each key takes (``pkg``, ``metric``, ``commit``: of ``pkg.NAME`` and the like)."""
+
+# The one rule for what a query value may be, by kind (and :func:`parse_date` for dates): a value that is
+# not of its kind is refused with one line, whatever the operator, never read as far as it parses
+# (``2.3;DROP`` is no version, ``2026-13-45`` no date).
+_SHAPES = {
+    # PEP 440 and local labels, CUDA and driver versions, git-describe strings; ``2.3.*`` a wildcard
+    "version": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+!_-]*(?:\.\*)?$"), "%r is not a version"),
+    "number": (re.compile(r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$"), "%r is not a number"),
+    "digest": (re.compile(r"^[A-Za-z0-9:._-]+$"), "%r is not a commit or digest (prefix)"),
+    "text": (re.compile(r"^[^\x00-\x1f\x7f]+$"), "%r holds a control character"),
+    "date": (re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2}))?Z?)?$"),
+             "%r: expected a date YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC)"),
+}
+
+
+def value_error(kind: str, value: str) -> Optional[str]:
+    """Why ``value`` is not a query value of ``kind`` (``version``, ``number``, ``digest``, ``text``, ``date``),
+    or None when it is one."""
+    shape, why = _SHAPES[kind]
+    m = shape.match(value)
+    if m is None:
+        return why % value
+    if kind == "number" and not -_INF < float(value) < _INF:
+        return "%r is not a finite number" % value
+    if kind == "date":
+        year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        clock = [int(g) for g in m.groups()[3:] if g is not None]
+        if not 1 <= month <= 12 or not 1 <= day <= _days(year, month) or not all(
+                n < limit for n, limit in zip(clock, (24, 60, 60))):
+            return "%r: no such date or time (UTC)" % value
+    return None
+
+
+_INF = float("inf")
+
+
+def _days(year: int, month: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
 
 
 def _text_test(op: Optional[str], value: str, bad: Callable[[str], QueryError], key: str) -> Test:
@@ -170,7 +220,7 @@ def _version_test(op: Optional[str], value: str, bad: Callable[[str], QueryError
 
         def starts(v: Any) -> bool:
             got = parse_version(v)
-            return got is not None and got[0][:len(head)] + (0,) * (len(head) - len(got[0])) == head
+            return got is not None and got[0][:len(head)] + (ZERO_KEY,) * (len(head) - len(got[0])) == head
         return starts if op != "!=" else (lambda v: v is not None and not starts(v))
     if op in _ORDER:
         if parse_version(value) is None:
@@ -184,10 +234,11 @@ def _version_test(op: Optional[str], value: str, bad: Callable[[str], QueryError
 def parse_date(text: str, flag: str, *, end: bool = False) -> str:
     """``--since``/``--until`` as the ``generated_at`` text to compare with: ``YYYY-MM-DD`` (``--until``: to the
     end of that day) or ``YYYY-MM-DDTHH:MM[:SS][Z]``, UTC as recorded."""
-    m = re.match(r"^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2})?)Z?)?$", text.strip())
-    if not m:
-        raise QueryError("%s %r: expected a date YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS] (UTC)" % (flag, text))
-    day, clock = m.group(1), m.group(2)
-    if clock is None:
+    value = text.strip()
+    why = value_error("date", value)
+    if why is not None:
+        raise QueryError("%s %s" % (flag, why))
+    day, clock = value[:10], value[11:].rstrip("Z")
+    if not clock:
         return day + ("T\uffff" if end else "")
     return day + "T" + clock + ("\uffff" if end and len(clock) == 5 else "")

@@ -8,6 +8,7 @@ commands; ``lineage``, ``report`` and the trackers' summary show the same cells.
 from __future__ import annotations
 
 from ..std.text import safe_text
+from .numbers import shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -100,9 +101,10 @@ def outcome_text(doc: Dict[str, Any]) -> str:
     if status == "ok":
         return "ok"
     if status == "exit":
-        return "exit %s" % out.get("exit_code")
+        return "exit %s" % shown(out.get("exit_code"))
     if status == "signal":
-        return "%s (%s)" % (out.get("signal_name") or "signal %s" % out.get("signal"), out.get("exit_code"))
+        return "%s (%s)" % (out.get("signal_name") or "signal %s" % shown(out.get("signal")),
+                            shown(out.get("exit_code")))
     if status == "exception":
         return "exception %s" % out.get("exception_type", "?")
     if status == "not_started":
@@ -121,7 +123,7 @@ def gpu_cell(doc: Dict[str, Any]) -> str:
         return "-"
     if model and model.startswith("NVIDIA "):
         model = model[len("NVIDIA "):]
-    return "%sx%s" % (count if count is not None else "?", (model or "?").replace(" ", "-"))
+    return "%sx%s" % (shown(count) if count is not None else "?", (model or "?").replace(" ", "-"))
 
 
 def time_cell(value: Any) -> str:
