@@ -105,6 +105,11 @@ def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str
             entry: Dict[str, Any] = {"kind": "file" if s.kind == "file" else "directory", "size": s.total_bytes}
             if s.kind == "tree":
                 entry["files"] = len(s.files)
+                links = sum(1 for e in s.entries if e.kind == "link")
+                if links:
+                    entry["symlinks"] = links
+                if s.skipped():
+                    warnings.append("output %s: %s" % (key, s.skipped()))
             if full.sha256:
                 entry["sha256"] = full.sha256.split(":", 1)[-1]
             else:
