@@ -237,3 +237,33 @@ def test_ctrl_c_on_a_terminal_reaches_the_command_once(tmp_path):
         os.close(master)
     assert ready.with_suffix(".count").read_text() == "1"  # from the terminal, not again from us
     assert rc == 7
+
+
+@pytest.mark.parametrize("where", ["argv", "env", "cwd"])
+def test_bytes_that_are_not_utf8_are_recorded_as_visible_escapes(tmp_path, where):
+    odd = "v\udcff"  # b"v\xff" as Python reads it from the OS (surrogateescape)
+    cwd = tmp_path / ("d\udcff" if where == "cwd" else "d")
+    cwd.mkdir()
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    if where == "env":
+        env["NCCL_DEBUG"] = odd  # a recorded variable
+    argv = [sys.executable, "-c", "import sys; sys.exit(0)"] + ([odd] if where == "argv" else [])
+    res = run_cli("run", "--output-dir", "out", "--", *argv, env=env, cwd=cwd)  # below the odd cwd
+    assert res.returncode == 0
+    assert "warning" not in res.stderr, res.stderr
+    manifests(cwd / "out")[0].read_bytes().decode("utf-8")  # UTF-8 throughout
+    doc = _only_manifest(cwd / "out")
+    assert doc["outcome"]["exit_code"] == 0
+    seen = {"argv": lambda: doc["command"]["argv"][-1], "env": lambda: doc["config"]["selected_env"]["NCCL_DEBUG"],
+            "cwd": lambda: doc["command"]["cwd"]}[where]()
+    assert seen.endswith("d\\xff") if where == "cwd" else seen == "v\\xff", seen
+
+    res = run_cli("generate", "--output-dir", "gen", "--", *argv, env=env, cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    assert "\\\\xff" in manifests(cwd / "gen")[0].read_text(encoding="utf-8")
+    for _ in range(2):  # the index built, then read
+        listed = run_cli("ls", str(tmp_path), env=env)
+        assert (listed.returncode, listed.stderr) == (0, "")
+        assert len(listed.stdout.splitlines()) == 3  # the header, the run and the generated manifest
+    listed = run_cli("ls", str(cwd), env=env)  # a root that is not UTF-8
+    assert (listed.returncode, listed.stderr, len(listed.stdout.splitlines())) == (0, "", 3)
