@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import relaxrepro
 from relaxrepro import api
 from tests.helpers.common import clean_env, run_cli, validate_manifest
@@ -16,6 +18,8 @@ from tests.helpers.recording import load, manifests
 
 TRAINER = """
 import json, os, sys
+import pytest
+
 import relaxrepro
 
 metrics = {}
@@ -159,3 +163,43 @@ def test_result_into_a_given_manifest_returns_the_section(tmp_path, monkeypatch)
     section = relaxrepro.result(metrics={"auc": float("nan")}, outputs="w", manifest=m)
     assert section == m["results"] == {"metrics": {"auc": "NaN"}, "outputs": {"w": {
         "kind": "file", "size": 1, "sha256": hashlib.sha256(b"w").hexdigest()}}}
+
+
+FORKING = """
+import multiprocessing, os, sys, time
+from relaxrepro import api
+import relaxrepro
+
+def worker():
+    time.sleep(1)  # the parent has written its outcome by now: whatever the child writes would stay
+    relaxrepro.trace(0, loss=999.0)  # into a copy of the parent's manifest: never written
+    relaxrepro.result({"child": 1})
+    relaxrepro.write_manifest(api.current_manifest())
+
+with relaxrepro.recorded({"seed": 1}, output_dir="runs", metrics={"parent": 2}):
+    relaxrepro.trace(0, loss=0.5)
+    if "{how}" == "fork":
+        pid = os.fork()
+        if pid == 0:
+            worker()
+            sys.exit(7)  # leaves the block in the child: its exit, not the run's
+    else:
+        multiprocessing.get_context("fork").Process(target=worker).start()  # joined at exit
+    relaxrepro.trace(1, loss=0.25)
+print("finished")
+"""
+
+
+@pytest.mark.parametrize("how", ["fork", "multiprocessing"])
+def test_a_process_forked_inside_recorded_does_not_write_the_run(tmp_path, how):
+    res = _trainer(tmp_path, FORKING.replace("{how}", how))  # returns once the child has closed its stdout
+    assert res.returncode == 0 and res.stdout == "finished\n", res.stderr
+    assert "Traceback" not in res.stderr
+    (path,) = manifests(tmp_path / "runs")
+    doc = load(path)
+    validate_manifest(doc)
+    assert doc["outcome"]["status"] == "ok"
+    assert doc["results"]["metrics"] == {"parent": 2}
+    trace = doc["results"]["trace"]
+    assert (trace["steps"], trace["calls"]) == ([0, 1], 2)
+    assert [float.fromhex(v) for v in trace["values"][0]] == [0.5, 0.25]

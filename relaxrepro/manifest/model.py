@@ -149,6 +149,9 @@ class Manifest(dict):
     """The manifest of ``relaxrepro run`` this one is folded into (:mod:`relaxrepro.record.adopt`), else None."""
     flushed: bool
     """Written with its outcome when its ``recorded`` block ended: not written again at interpreter exit."""
+    pid: int
+    """The process that made it: only that process writes it, traces into it or records its outcome (a child
+    forked inside ``recorded`` holds a copy, and its exit must not overwrite the parent's run)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -159,11 +162,20 @@ class Manifest(dict):
         self.tracer = None
         self.outer = None
         self.flushed = False
+        self.pid = os.getpid()
+
+    def owned(self) -> bool:
+        """Whether this process made this manifest (see :attr:`pid`)."""
+        return self.pid == os.getpid()
 
     def trace(self, step: Any, loss: Any = None, **scalars: Any) -> None:
         """Keep this step's scalars exactly (the first 50 steps, then every K-th; see
         :mod:`relaxrepro.manifest.trace`); no I/O. At ``$RELAXREPRO_MAX_STEPS`` the step is kept and the run
         ends cleanly: ``SystemExit(0)``, which ``recorded`` writes as outcome ok with the trace."""
+        if not self.owned():  # a forked child's copy: its rows would never be written, only the stop holds
+            if should_stop(step):
+                stop_run(step)
+            return
         tracer = self.tracer
         if tracer is None:
             tracer = self.tracer = Trace(stop=max_steps(os.environ))
