@@ -85,6 +85,24 @@ def shown_path(path: str, cwd: str) -> str:
     return full if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
+UNHASHED = "not hashed: relaxrepro ended before the digest was taken"
+"""The ``error`` of an output whose digest was still to come when the outcome was written."""
+
+
+def unhashed_outputs(paths: Iterable[Any], *, cwd: str) -> Dict[str, Any]:
+    """``{shown path: {kind, error}}`` for outputs about to be hashed: what the manifest says of them should
+    hashing never finish (a SIGTERM at a job's time limit), so the outcome can be written first."""
+    out: Dict[str, Any] = {}
+    for path in paths:
+        path = os.fspath(path)
+        try:
+            kind = "directory" if os.path.isdir(os.path.join(cwd, path)) else "file"
+        except ValueError:  # an embedded NUL
+            kind = "file"
+        out[shown_path(path, cwd)] = {"kind": kind, "error": UNHASHED}
+    return out
+
+
 def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
     """``({shown path: entry}, warnings)`` for ``results.outputs``: each file or tree hashed in full,
     per-file digests read from and stored in the fingerprint cache."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -267,3 +268,35 @@ def test_bytes_that_are_not_utf8_are_recorded_as_visible_escapes(tmp_path, where
         assert len(listed.stdout.splitlines()) == 3  # the header, the run and the generated manifest
     listed = run_cli("ls", str(cwd), env=env)  # a root that is not UTF-8
     assert (listed.returncode, listed.stderr, len(listed.stdout.splitlines())) == (0, "", 3)
+
+
+def test_sigterm_while_outputs_are_hashed_keeps_the_commands_outcome(tmp_path):
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as fh:
+        fh.truncate(8 << 30)  # 8 GiB, sparse: seconds of sha256, no disk
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    code = "import sys; open('ended', 'w').close(); sys.exit(3)"
+    child = subprocess.Popen([sys.executable, "-m", "relaxrepro", "run", "--output-dir", "out", "--outputs", "big.bin",
+                              "--", sys.executable, "-c", code], cwd=str(tmp_path), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ended").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # hashing the 8 GiB now
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM
+    doc = _only_manifest(tmp_path / "out")
+    assert (doc["outcome"]["status"], doc["outcome"]["exit_code"]) == ("exit", 3)
+    assert doc["results"]["outputs"] == {
+        "big.bin": {"kind": "file", "error": "not hashed: relaxrepro ended before the digest was taken"}}
+
+
+def test_outputs_hashed_after_the_outcome_replace_the_mark(tmp_path):
+    (tmp_path / "w.bin").write_bytes(b"w")
+    res = run_cli("run", "--output-dir", "out", "--outputs", "w.bin", "--", "true", cwd=tmp_path,
+                  env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert res.returncode == 0, res.stderr
+    doc = _only_manifest(tmp_path / "out")
+    assert doc["results"]["outputs"]["w.bin"] == {"kind": "file", "size": 1, "sha256": hashlib.sha256(b"w").hexdigest()}
+    assert doc["outcome"]["status"] == "ok"
