@@ -203,3 +203,28 @@ def test_a_process_forked_inside_recorded_does_not_write_the_run(tmp_path, how):
     trace = doc["results"]["trace"]
     assert (trace["steps"], trace["calls"]) == ([0, 1], 2)
     assert [float.fromhex(v) for v in trace["values"][0]] == [0.5, 0.25]
+
+
+HUGE = """
+import relaxrepro
+
+with relaxrepro.recorded({"seed": 1}, output_dir="runs", metrics={"m": 10**5000, "ok": 1}):
+    relaxrepro.trace(0, loss=0.5)
+    relaxrepro.trace(1, loss=-10**5000)
+print("finished")
+"""
+
+
+def test_an_integer_too_large_for_json_costs_the_run_nothing_but_a_warning(tmp_path):
+    res = _trainer(tmp_path, HUGE)
+    assert res.returncode == 0 and res.stdout == "finished\n", res.stderr
+    (path,) = manifests(tmp_path / "runs")
+    doc = load(path)
+    validate_manifest(doc)
+    assert doc["outcome"]["status"] == "ok"
+    big = "<int of 16610 bits, sha256 %s>" % hashlib.sha256((10**5000).to_bytes(2077, "big")).hexdigest()[:16]
+    assert doc["results"]["metrics"] == {"m": big, "ok": 1}
+    assert doc["results"]["trace"]["values"] == [["0x1.0000000000000p-1", "<-" + big[1:]]]
+    assert "relaxrepro: trace: an integer too large to write as a number is recorded as <-int of 16610 bits" \
+        in res.stderr
+    assert "metric m: an integer too large to write as a number is recorded as <int of 16610 bits" in res.stderr

@@ -29,7 +29,7 @@ import signal
 import threading
 
 from ..std.records import Factory, Record
-from ..std.sha import sha256_hex
+from ..std.sha import oversized_int, sha256_hex
 from ..std.text import visible_bytes
 from .model import CAP_BYTES, is_key_entry, new_run_id
 
@@ -60,6 +60,8 @@ def jsonable(value: Any, _seen: Optional[set] = None) -> Any:
         if math.isfinite(value):
             return value
         return "<non-finite:%s>" % ("nan" if math.isnan(value) else "inf" if value > 0 else "-inf")
+    if type(value) is int and value.bit_length() > 64:
+        return oversized_int(value) or value  # past what JSON holds: never the reason a manifest is not written
     if value is None or isinstance(value, (bool, int)):
         return value
     seen = _seen if _seen is not None else set()

@@ -17,6 +17,7 @@ import os
 
 from ..collect.fingerprint import Cache, default_cache_path, full_digest, scan
 from ..manifest import reader
+from ..std.sha import oversized_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -34,7 +35,7 @@ def metric_value(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        return value
+        return oversized_int(value) or value  # past what JSON holds: a text that still tells values apart
     if isinstance(value, str) and value in NON_FINITE.values():
         return value
     try:
@@ -56,6 +57,9 @@ def metrics_section(metrics: Mapping[Any, Any]) -> Tuple[Dict[str, Any], List[st
         number = metric_value(value)
         if number is None:
             warnings.append("metric %s: %s is not a number; left out" % (name, type(value).__name__))
+        elif isinstance(number, str) and number not in NON_FINITE.values():
+            warnings.append("metric %s: an integer too large to write as a number is recorded as %s" % (name, number))
+            out[str(name)] = number
         else:
             out[str(name)] = number
     return out, warnings
@@ -149,7 +153,10 @@ def merge(doc: Dict[str, Any], *, metrics: Optional[Mapping[str, Any]] = None,
     for key, value in (("metrics", metrics), ("outputs", outputs)):
         if value:
             old = results.get(key)
-            results[key] = dict(old if isinstance(old, dict) else {}, **value)
+            old = old if isinstance(old, dict) else {}
+            if key == "outputs":  # the digests replace the marks written before hashing (keys redacted since)
+                old = {k: v for k, v in old.items() if not (isinstance(v, dict) and v.get("error") == UNHASHED)}
+            results[key] = dict(old, **value)
     if trace is not None:
         results["trace"] = dict(trace)
     doc["results"] = results
