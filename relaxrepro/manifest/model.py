@@ -73,7 +73,8 @@ RUN_ID_ENV = "RELAXREPRO_RUN_ID"
 """The run id shared by every process and node of one run (``relaxrepro run`` exports it to the command;
 an sbatch script exports it for ``generate`` and every node's ``--node-report``)."""
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID_MAX = 128
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,%d}$" % (RUN_ID_MAX - 1))
 """A run id given by a user (``--run-id``, ``$RELAXREPRO_RUN_ID``): safe in a file name."""
 
 
@@ -130,6 +131,20 @@ def output_dir(given: Any, env: Mapping[str, str]) -> str:
 
 def valid_run_id(run_id: Optional[str]) -> bool:
     return bool(run_id) and bool(RUN_ID_RE.match(run_id))  # type: ignore[arg-type]
+
+
+def run_id_problem(run_id: str) -> Optional[str]:
+    """What breaks :data:`RUN_ID_RE` in ``run_id``, said as the rule it breaks; None for a valid one."""
+    if not run_id:
+        return "empty"
+    if len(run_id) > RUN_ID_MAX:
+        return "too long (%d > %d characters)" % (len(run_id), RUN_ID_MAX)
+    if not run_id[0].isascii() or not run_id[0].isalnum():
+        return "must start with a letter or a digit"
+    bad = next((c for c in run_id if not (c.isascii() and (c.isalnum() or c in "._-"))), None)
+    if bad is not None:
+        return "%r is not allowed: use letters, digits, '.', '_' and '-' only" % bad
+    return None
 
 
 class Manifest(dict):

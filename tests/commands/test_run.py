@@ -186,8 +186,23 @@ def test_a_bad_run_id_is_a_usage_error_and_nothing_runs(tmp_path):
     marker = tmp_path / "ran"
     res = run_cli("run", "--run-id", "a b", "--", "touch", str(marker), cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr == "relaxrepro run: error: --run-id 'a b': use letters, digits, '.', '_' and '-' only\n"
+    assert res.stderr == ("relaxrepro run: error: --run-id 'a b': ' ' is not allowed: use letters, digits, '.', '_' "
+                          "and '-' only\n")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("run_id, said", [
+    pytest.param("a" * 300, "--run-id '%s...: too long (300 > 128 characters)" % ("a" * 59), id="too-long"),
+    pytest.param("-x", "--run-id '-x': must start with a letter or a digit", id="leading-dash"),
+    pytest.param("", "--run-id '': empty", id="empty"),
+])
+def test_a_bad_run_id_is_told_the_rule_it_breaks(tmp_path, run_id, said):
+    res = run_cli("run", "--run-id=" + run_id, "--", "true", cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (2, "relaxrepro run: error: %s\n" % said)
+    res = run_cli("generate", "--output-dir", str(tmp_path), cwd=tmp_path,
+                  env=clean_env(RELAXREPRO_RUN_ID=run_id or "a/b"))
+    assert res.returncode == 2 and res.stderr.startswith("relaxrepro generate: error: $RELAXREPRO_RUN_ID '")
+    assert list(tmp_path.iterdir()) == []
 
 
 _COUNT_SIGINT = """
