@@ -441,10 +441,13 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 return False  # a child forked inside the block leaves it: the parent records the run
             from .record import outcome  # lazy: ~33 ms (the manifest reader and writer), only at a block's end
 
-            if not (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):  # ^C: leave at once
-                result(self._metrics, self._outputs, manifest=state.manifest)
-            settle(state.manifest)
             ended = outcome.from_exit(exc_type, exc, state.started)
+            if not (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):  # ^C: leave at once
+                result(self._metrics, None, manifest=state.manifest)
+                if self._outputs is not None and state.manifest.outer is None:
+                    _outcome_first(outcome, state, ended, self._outputs)
+                result(None, self._outputs, manifest=state.manifest)
+            settle(state.manifest)
             state.manifest.flushed = True  # written here, not again at exit
             if state.manifest.outer is not None:
                 # Under relaxrepro run the outcome goes into run's manifest with the rest; run lays the
@@ -463,6 +466,19 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 if found:
                     _send_trackers(found, state.path, state.manifest, final=True)
         return False
+
+
+def _outcome_first(outcome: Any, state: _State, ended: Dict[str, Any], outputs: Any) -> None:
+    """The outcome and the trace written before ``outputs`` are hashed, the outputs marked not hashed yet:
+    hashing a checkpoint takes minutes, and a SIGTERM meanwhile (a job's time limit) must not lose them."""
+    m = state.manifest
+    with _NeverRaise("record the outcome"):
+        paths = [outputs] if isinstance(outputs, (str, bytes, os.PathLike)) else list(outputs)
+        with _lock:
+            outcome.mark_unhashed(m, paths)  # type: ignore[arg-type]
+        settle(m)
+        if outcome.record(state.path, ended, run_id=m.run_id, doc=m) is None:  # type: ignore[union-attr]
+            m["outcome"] = ended  # type: ignore[index]
 
 
 # -- results and the trace ---------------------------------------------------------------------------

@@ -4,9 +4,11 @@ replay's stop, through real trainer processes."""
 from __future__ import annotations
 
 import hashlib
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -228,3 +230,34 @@ def test_an_integer_too_large_for_json_costs_the_run_nothing_but_a_warning(tmp_p
     assert "relaxrepro: trace: an integer too large to write as a number is recorded as <-int of 16610 bits" \
         in res.stderr
     assert "metric m: an integer too large to write as a number is recorded as <int of 16610 bits" in res.stderr
+
+
+BIG_OUTPUT = """
+import os
+import relaxrepro
+
+with open("big.bin", "wb") as fh:
+    fh.truncate(8 << 30)  # 8 GiB, sparse: seconds of sha256, no disk
+with relaxrepro.recorded({"seed": 1}, output_dir="runs", outputs=["big.bin"], metrics={"auc": 0.5}):
+    relaxrepro.trace(0, loss=0.5)
+    open("ended", "w").close()
+"""
+
+
+def test_sigterm_while_the_outputs_are_hashed_keeps_the_outcome_and_trace(tmp_path):
+    (tmp_path / "train.py").write_text(BIG_OUTPUT)
+    child = subprocess.Popen([sys.executable, "train.py"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache")))
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ended").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # hashing the 8 GiB now
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM
+    doc = load(manifests(tmp_path / "runs")[0])
+    validate_manifest(doc)
+    assert doc["outcome"]["status"] == "ok"
+    assert doc["results"]["trace"]["steps"] == [0] and doc["results"]["metrics"] == {"auc": 0.5}
+    assert doc["results"]["outputs"] == {
+        "big.bin": {"kind": "file", "error": "not hashed: relaxrepro ended before the digest was taken"}}

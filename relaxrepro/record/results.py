@@ -98,12 +98,12 @@ def unhashed_outputs(paths: Iterable[Any], *, cwd: str) -> Dict[str, Any]:
     hashing never finish (a SIGTERM at a job's time limit), so the outcome can be written first."""
     out: Dict[str, Any] = {}
     for path in paths:
-        path = os.fspath(path)
         try:
+            path = os.fspath(path)
             kind = "directory" if os.path.isdir(os.path.join(cwd, path)) else "file"
-        except ValueError:  # an embedded NUL
-            kind = "file"
-        out[shown_path(path, cwd)] = {"kind": kind, "error": UNHASHED}
+            out[shown_path(path, cwd)] = {"kind": kind, "error": UNHASHED}
+        except (TypeError, ValueError):  # not a path, bytes, an embedded NUL: hashing says so in its turn
+            continue
     return out
 
 
