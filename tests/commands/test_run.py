@@ -315,3 +315,18 @@ def test_outputs_hashed_after_the_outcome_replace_the_mark(tmp_path):
     doc = _only_manifest(tmp_path / "out")
     assert doc["results"]["outputs"]["w.bin"] == {"kind": "file", "size": 1, "sha256": hashlib.sha256(b"w").hexdigest()}
     assert doc["outcome"]["status"] == "ok"
+
+
+def test_output_tree_of_symlinks_and_a_fifo_is_hashed_and_the_fifo_named(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").symlink_to("/etc/hostname")
+    os.mkfifo(str(out / "pipe"))
+    res = run_cli("run", "--output-dir", "runs", "--outputs", "out", "--", "true", cwd=tmp_path,
+                  env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert res.returncode == 0, res.stderr
+    assert "relaxrepro run: warning: output out: 1 special file(s) not read: pipe (fifo)\n" in res.stderr
+    entry = _only_manifest(tmp_path / "runs")["results"]["outputs"]["out"]
+    lines = "a\0link\0/etc/hostname\npipe\0special\0fifo\n"
+    assert entry == {"kind": "directory", "files": 0, "symlinks": 1, "size": 0,
+                     "sha256": hashlib.sha256(lines.encode()).hexdigest()}
