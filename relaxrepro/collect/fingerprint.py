@@ -308,15 +308,12 @@ def trusted(row: Tuple[int, int, int, int, str, int], e: Entry) -> bool:
     return row[:4] == (e.size, e.mtime_ns, e.ctime_ns, e.inode) and row[2] < row[5] - DOUBT_NS
 
 
-def _settled(p: str) -> os.stat_result:
-    """``os.stat(p)`` once the file has gone :data:`DOUBT_NS` without a change (at most that long a wait),
-    so that the digest about to be taken is trusted later."""
-    st = os.stat(p)
-    wait = (st.st_ctime_ns + DOUBT_NS - time.time_ns()) / 1e9
+def _settle(files: List[Entry]) -> None:
+    """Wait (once, at most :data:`DOUBT_NS`) until the newest change among ``files`` is that long past, so
+    that the digests about to be taken are trusted later."""
+    wait = (max((e.ctime_ns for e in files), default=0) + DOUBT_NS - time.time_ns()) / 1e9
     if wait > 0:
         time.sleep(min(wait, DOUBT_NS / 1e9) + 0.01)
-        st = os.stat(p)
-    return st
 
 
 def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool, settle: bool = False) -> Full:
@@ -342,6 +339,8 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool, settle
     doubt = False
     stale = False
     result = Full()
+    if settle and hash_missing:
+        _settle([e for e in s.files if e.ctime_ns > time.time_ns() - DOUBT_NS])
     for e in s.files:
         p = s.full_path(e)
         row = known.get(p)
@@ -359,7 +358,7 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool, settle
         # Hash on past an unreadable file: the user learns every problem in one run, and the
         # readable files' digests are cached all the same.
         try:
-            before = _settled(p) if settle else os.stat(p)
+            before = os.stat(p)
             started = time.time_ns()
             digest = file_sha256(p)
             after = os.stat(p)
