@@ -80,7 +80,7 @@ def bench_tree(workdir: str, files: int, repeat: int) -> dict:
 
     rw = fingerprint.Cache(cache_path, readonly=False)
     t0 = time.perf_counter()
-    first = fingerprint.full_digest(fingerprint.scan(root), rw, hash_missing=True)
+    first = fingerprint.full_digest(fingerprint.scan(root), rw, hash_missing=True, settle=True)  # as the command
     fill_s = time.perf_counter() - t0
     rw.close()
     assert first.status == "fresh" and first.hashed == files

@@ -287,7 +287,15 @@ def write_manifest(manifest: Optional[Dict[str, Any]], directory: "os.PathLike[s
     return path
 
 
+def _foreign(manifest: Any) -> bool:
+    """Whether ``manifest`` is a copy another process made (this one was forked from it): never written here."""
+    owned = getattr(manifest, "owned", None)  # a Manifest's; a plain dict belongs to whoever writes it
+    return owned is not None and not owned()
+
+
 def _write(manifest: Dict[str, Any], directory: "os.PathLike[str] | str | None") -> Optional[str]:
+    if _foreign(manifest):
+        return None
     with _NeverRaise("write the manifest"):
         target = output_dir(directory, os.environ)
         with _lock:
@@ -429,14 +437,17 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
             active = _active.__dict__.get("stack") or []
             if state in active:
                 active.remove(state)
-            if state is None or state.path is None or state.manifest is None:
-                return False
+            if state is None or state.path is None or state.manifest is None or _foreign(state.manifest):
+                return False  # a child forked inside the block leaves it: the parent records the run
             from .record import outcome  # lazy: ~33 ms (the manifest reader and writer), only at a block's end
 
-            if not (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):  # ^C: leave at once
-                result(self._metrics, self._outputs, manifest=state.manifest)
-            settle(state.manifest)
             ended = outcome.from_exit(exc_type, exc, state.started)
+            if not (exc_type is not None and issubclass(exc_type, KeyboardInterrupt)):  # ^C: leave at once
+                result(self._metrics, None, manifest=state.manifest)
+                if self._outputs is not None and state.manifest.outer is None:
+                    _outcome_first(outcome, state, ended, self._outputs)
+                result(None, self._outputs, manifest=state.manifest)
+            settle(state.manifest)
             state.manifest.flushed = True  # written here, not again at exit
             if state.manifest.outer is not None:
                 # Under relaxrepro run the outcome goes into run's manifest with the rest; run lays the
@@ -455,6 +466,19 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
                 if found:
                     _send_trackers(found, state.path, state.manifest, final=True)
         return False
+
+
+def _outcome_first(outcome: Any, state: _State, ended: Dict[str, Any], outputs: Any) -> None:
+    """The outcome and the trace written before ``outputs`` are hashed, the outputs marked not hashed yet:
+    hashing a checkpoint takes minutes, and a SIGTERM meanwhile (a job's time limit) must not lose them."""
+    m = state.manifest
+    with _NeverRaise("record the outcome"):
+        paths = [outputs] if isinstance(outputs, (str, bytes, os.PathLike)) else list(outputs)
+        with _lock:
+            outcome.mark_unhashed(m, paths)  # type: ignore[arg-type]
+        settle(m)
+        if outcome.record(state.path, ended, run_id=m.run_id, doc=m) is None:  # type: ignore[union-attr]
+            m["outcome"] = ended  # type: ignore[index]
 
 
 # -- results and the trace ---------------------------------------------------------------------------
@@ -497,7 +521,7 @@ def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequen
     ``results`` of ``manifest`` (default :func:`current_manifest`); written with the outcome at exit.
     Returns the ``results`` section so far, or None without a manifest. Never raises: one warning instead."""
     m = manifest if manifest is not None else current_manifest()
-    if m is None or (metrics is None and outputs is None):
+    if m is None or (metrics is None and outputs is None) or _foreign(m):
         return m.get("results") if m is not None else None
     with _NeverRaise("record the results"):
         from .collect.context import safe_getcwd  # lazy: ~18 ms, only for outputs, once per run
@@ -532,7 +556,7 @@ def _flush_last() -> None:
     """At interpreter exit: the trace and results of a manifest recorded without ``recorded`` (by
     ``collect_manifest`` + ``write_manifest``) go into its file, as ``recorded`` does at the block's end."""
     m = _last
-    if m is None or m.path is None or m.flushed:
+    if m is None or m.path is None or m.flushed or _foreign(m):
         return
     from .record import results  # lazy: ~7 ms, as in result()
 

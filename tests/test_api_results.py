@@ -4,10 +4,14 @@ replay's stop, through real trainer processes."""
 from __future__ import annotations
 
 import hashlib
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
+
+import pytest
 
 import relaxrepro
 from relaxrepro import api
@@ -16,6 +20,8 @@ from tests.helpers.recording import load, manifests
 
 TRAINER = """
 import json, os, sys
+import pytest
+
 import relaxrepro
 
 metrics = {}
@@ -159,3 +165,99 @@ def test_result_into_a_given_manifest_returns_the_section(tmp_path, monkeypatch)
     section = relaxrepro.result(metrics={"auc": float("nan")}, outputs="w", manifest=m)
     assert section == m["results"] == {"metrics": {"auc": "NaN"}, "outputs": {"w": {
         "kind": "file", "size": 1, "sha256": hashlib.sha256(b"w").hexdigest()}}}
+
+
+FORKING = """
+import multiprocessing, os, sys, time
+from relaxrepro import api
+import relaxrepro
+
+def worker():
+    time.sleep(1)  # the parent has written its outcome by now: whatever the child writes would stay
+    relaxrepro.trace(0, loss=999.0)  # into a copy of the parent's manifest: never written
+    relaxrepro.result({"child": 1})
+    relaxrepro.write_manifest(api.current_manifest())
+
+with relaxrepro.recorded({"seed": 1}, output_dir="runs", metrics={"parent": 2}):
+    relaxrepro.trace(0, loss=0.5)
+    if "{how}" == "fork":
+        pid = os.fork()
+        if pid == 0:
+            worker()
+            sys.exit(7)  # leaves the block in the child: its exit, not the run's
+    else:
+        multiprocessing.get_context("fork").Process(target=worker).start()  # joined at exit
+    relaxrepro.trace(1, loss=0.25)
+print("finished")
+"""
+
+
+@pytest.mark.parametrize("how", ["fork", "multiprocessing"])
+def test_a_process_forked_inside_recorded_does_not_write_the_run(tmp_path, how):
+    res = _trainer(tmp_path, FORKING.replace("{how}", how))  # returns once the child has closed its stdout
+    assert res.returncode == 0 and res.stdout == "finished\n", res.stderr
+    assert "Traceback" not in res.stderr
+    (path,) = manifests(tmp_path / "runs")
+    doc = load(path)
+    validate_manifest(doc)
+    assert doc["outcome"]["status"] == "ok"
+    assert doc["results"]["metrics"] == {"parent": 2}
+    trace = doc["results"]["trace"]
+    assert (trace["steps"], trace["calls"]) == ([0, 1], 2)
+    assert [float.fromhex(v) for v in trace["values"][0]] == [0.5, 0.25]
+
+
+HUGE = """
+import relaxrepro
+
+with relaxrepro.recorded({"seed": 1}, output_dir="runs", metrics={"m": 10**5000, "ok": 1}):
+    relaxrepro.trace(0, loss=0.5)
+    relaxrepro.trace(1, loss=-10**5000)
+print("finished")
+"""
+
+
+def test_an_integer_too_large_for_json_costs_the_run_nothing_but_a_warning(tmp_path):
+    res = _trainer(tmp_path, HUGE)
+    assert res.returncode == 0 and res.stdout == "finished\n", res.stderr
+    (path,) = manifests(tmp_path / "runs")
+    doc = load(path)
+    validate_manifest(doc)
+    assert doc["outcome"]["status"] == "ok"
+    big = "<int of 16610 bits, sha256 %s>" % hashlib.sha256((10**5000).to_bytes(2077, "big")).hexdigest()[:16]
+    assert doc["results"]["metrics"] == {"m": big, "ok": 1}
+    assert doc["results"]["trace"]["values"] == [["0x1.0000000000000p-1", "<-" + big[1:]]]
+    assert "relaxrepro: trace: an integer too large to write as a number is recorded as <-int of 16610 bits" \
+        in res.stderr
+    assert "metric m: an integer too large to write as a number is recorded as <int of 16610 bits" in res.stderr
+
+
+BIG_OUTPUT = """
+import os
+import relaxrepro
+
+with open("big.bin", "wb") as fh:
+    fh.truncate(8 << 30)  # 8 GiB, sparse: seconds of sha256, no disk
+with relaxrepro.recorded({"seed": 1}, output_dir="runs", outputs=["big.bin"], metrics={"auc": 0.5}):
+    relaxrepro.trace(0, loss=0.5)
+    open("ended", "w").close()
+"""
+
+
+def test_sigterm_while_the_outputs_are_hashed_keeps_the_outcome_and_trace(tmp_path):
+    (tmp_path / "train.py").write_text(BIG_OUTPUT)
+    child = subprocess.Popen([sys.executable, "train.py"], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache")))
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ended").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # hashing the 8 GiB now
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM
+    doc = load(manifests(tmp_path / "runs")[0])
+    validate_manifest(doc)
+    assert doc["outcome"]["status"] == "ok"
+    assert doc["results"]["trace"]["steps"] == [0] and doc["results"]["metrics"] == {"auc": 0.5}
+    assert doc["results"]["outputs"] == {
+        "big.bin": {"kind": "file", "error": "not hashed: relaxrepro ended before the digest was taken"}}

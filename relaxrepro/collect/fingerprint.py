@@ -6,9 +6,12 @@
   enough for launch, and it changes when a file is rewritten, truncated or appended to.
 - :func:`full_digest` is sha256 for a file and, for a tree, sha256 over the sorted lines
   ``<relative path>\\0file\\0<sha256>\\n`` / ``<relative path>\\0link\\0<target>\\n`` (a Merkle digest
-  of depth one: one file's change changes the root, and per-file digests are reusable). Hashing a
-  checkpoint takes minutes, so launch only reads it from :class:`Cache` (sqlite, keyed by path, size,
-  mtime and inode), filled ahead of time by ``relaxrepro fingerprint PATH...``.
+  of depth one: one file's change changes the root, and per-file digests are reusable). A FIFO, socket
+  or device in a tree is never read (opening a FIFO blocks, a device never ends): it enters the digest as
+  ``<relative path>\0special\0<what>\n`` and :meth:`Scan.skipped` names it for a warning. Hashing a
+  checkpoint takes minutes, so launch only reads it from :class:`Cache`, filled ahead of time by
+  ``relaxrepro fingerprint PATH...``; :func:`trusted` is the one rule for when a cached digest still
+  describes the file.
 """
 
 from __future__ import annotations
@@ -32,21 +35,32 @@ MAX_LISTED = 32
 """Unreadable or vanished paths named in a record; the count says how many there were."""
 
 
-class Entry:
-    """One file or symlink of a scan (a slotted class: a 100k-file tree makes 100k of them)."""
+DOUBT_NS = 2_000_000_000
+"""A file changed this close to when it was hashed may have changed again within the same timestamp
+(coarse clocks tick in milliseconds, FAT in 2 s, an NFS server's clock drifts): its cached digest is
+not trusted, and ``relaxrepro fingerprint`` waits this long after a change before it hashes."""
 
-    __slots__ = ("rel", "kind", "size", "mtime_ns", "inode", "target")
+_SPECIAL = ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+            (stat.S_ISBLK, "block device"))
+
+
+class Entry:
+    """One file, symlink or special file of a scan (a slotted class: a 100k-file tree makes 100k of them)."""
+
+    __slots__ = ("rel", "kind", "size", "mtime_ns", "inode", "target", "ctime_ns")
 
     def __init__(self, rel: str, kind: str, size: int = 0, mtime_ns: int = 0, inode: int = 0,
-                 target: Optional[str] = None) -> None:
+                 target: Optional[str] = None, ctime_ns: int = 0) -> None:
         self.rel = rel
         """Path relative to the scanned root with ``/`` separators; ``""`` when the root is a file."""
         self.kind = kind
-        """``file`` or ``link``."""
+        """``file``, ``link`` or ``special`` (then ``target`` says what: ``fifo``, ``socket``, ...)."""
         self.size = size
         self.mtime_ns = mtime_ns
         self.inode = inode
         self.target = target
+        self.ctime_ns = ctime_ns
+        """The inode's change time: no user can set it, so a rewrite that restores size and mtime still moves it."""
 
     def __repr__(self) -> str:
         return "Entry(%r, %r)" % (self.rel, self.kind)
@@ -75,6 +89,12 @@ class Scan(Record):
 
     def full_path(self, entry: Entry) -> str:
         return self.real if not entry.rel else self.real + "/" + entry.rel
+
+    def skipped(self) -> Optional[str]:
+        """The special files (FIFOs, sockets, devices) in the tree, five named, or None: their names are
+        in the digest, their content is not."""
+        special = ["%s (%s)" % (e.rel, e.target) for e in self.entries if e.kind == "special"]
+        return ("%d special file(s) not read: %s" % (len(special), ", ".join(special[:5]))) if special else None
 
     def not_read(self) -> Optional[str]:
         """Why the content was not read in full (the unreadable and vanished paths, five named), or None."""
@@ -124,7 +144,7 @@ def scan(
         return result
     if stat.S_ISREG(st.st_mode):
         result.kind = "file"
-        result.entries.append(Entry("", "file", st.st_size, st.st_mtime_ns, st.st_ino))
+        result.entries.append(Entry("", "file", st.st_size, st.st_mtime_ns, st.st_ino, ctime_ns=st.st_ctime_ns))
         return result
     if not stat.S_ISDIR(st.st_mode):
         result.error = "not a regular file or directory"
@@ -168,7 +188,11 @@ def scan(
                     subdirs.append(rel)
                 elif d.is_file(follow_symlinks=False):
                     st = d.stat(follow_symlinks=False)
-                    append(Entry(rel, "file", st.st_size, st.st_mtime_ns, st.st_ino))
+                    append(Entry(rel, "file", st.st_size, st.st_mtime_ns, st.st_ino, ctime_ns=st.st_ctime_ns))
+                else:
+                    mode = d.stat(follow_symlinks=False).st_mode
+                    what = next((name for test, name in _SPECIAL if test(mode)), "special file")
+                    append(Entry(rel, "special", target=what))
             except FileNotFoundError:
                 result.vanished.append(rel)
             except OSError:
@@ -202,8 +226,8 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
     complete = s.complete
     out_of_time = False
     for e in s.entries:
-        if e.kind == "link":
-            h.update(("%s\0link\0%s\n" % (e.rel, e.target)).encode("utf-8", "surrogateescape"))
+        if e.kind != "file":
+            h.update(_line(e).encode("utf-8", "surrogateescape"))
             continue
         sample = "-"
         if not out_of_time and deadline is not None and time.monotonic() > deadline:
@@ -239,23 +263,27 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
+def _line(e: Entry, digest: str = "") -> str:
+    """One entry's line in a tree digest: a file with its digest, a link with its target, a special file
+    with what it is."""
+    return "%s\0%s\0%s\n" % (e.rel, e.kind, digest if e.kind == "file" else e.target)
+
+
 def merkle(s: Scan, digests: Mapping[str, str]) -> str:
     """The tree digest over sorted entries (see the module docstring); sha256 itself for a file."""
     if s.kind == "file":
         return "sha256:" + digests[""]
-    lines = ["%s\0link\0%s\n" % (e.rel, e.target) if e.kind == "link" else "%s\0file\0%s\n" % (e.rel, digests[e.rel])
-             for e in s.entries]
+    lines = [_line(e, digests.get(e.rel, "")) for e in s.entries]
     return "sha256:" + _sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def listing_digest(s: Scan) -> str:
-    """A digest of what the cache keys on (paths, sizes, mtimes, inodes, link targets) for the tree.
+    """A digest of what the cache keys on (paths, sizes, mtimes, ctimes, inodes, link targets) for the tree.
 
     Equal listings mean every per-file cache key matches, so a tree's cached digest is reused with
     one lookup instead of one per file (100k files at launch).
     """
-    lines = ["%s\0link\0%s\n" % (e.rel, e.target) if e.kind == "link"
-             else "%s\0file\0%d\0%d\0%d\n" % (e.rel, e.size, e.mtime_ns, e.inode) for e in s.entries]
+    lines = [_line(e, "%d\0%d\0%d\0%d" % (e.size, e.mtime_ns, e.ctime_ns, e.inode)) for e in s.entries]
     return _sha256("".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -269,11 +297,31 @@ class Full(Record):
     hashed: int = 0
 
 
-def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Full:
+def trusted(row: Tuple[int, int, int, int, str, int], e: Entry) -> bool:
+    """Whether the cached ``row`` (size, mtime_ns, ctime_ns, inode, sha256, hashed_ns) still describes the
+    file ``e``: the one rule for the cache's freshness.
+
+    Size, mtime and inode can all be put back after a rewrite in place (``os.utime``); the ctime cannot,
+    so it must match too. A file whose ctime falls within :data:`DOUBT_NS` of the moment its hashing began
+    may have been changed again within one timestamp tick: its content is read again instead.
+    """
+    return row[:4] == (e.size, e.mtime_ns, e.ctime_ns, e.inode) and row[2] < row[5] - DOUBT_NS
+
+
+def _settle(files: List[Entry]) -> None:
+    """Wait (once, at most :data:`DOUBT_NS`) until the newest change among ``files`` is that long past, so
+    that the digests about to be taken are trusted later."""
+    wait = (max((e.ctime_ns for e in files), default=0) + DOUBT_NS - time.time_ns()) / 1e9
+    if wait > 0:
+        time.sleep(min(wait, DOUBT_NS / 1e9) + 0.01)
+
+
+def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool, settle: bool = False) -> Full:
     """The full digest from cached per-file digests; with ``hash_missing`` the rest are hashed and stored.
 
-    At launch ``hash_missing`` is false: the digest is recorded only when every file's cache entry
-    matches its current size, mtime and inode.
+    At launch ``hash_missing`` is false: the digest is recorded only when every file's cache entry is
+    :func:`trusted`. With ``settle`` a file changed in the last :data:`DOUBT_NS` is hashed once that
+    time has passed (``relaxrepro fingerprint``: its digests are for launches to come).
     """
     if s.kind == "missing" or not s.complete:
         return Full(status="incomplete")
@@ -287,14 +335,17 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
             return Full(sha256=cached[1], status="fresh", reused=len(s.files))
     known = cache.lookup(s.real, tree=s.kind == "tree") if cache is not None else {}
     digests: Dict[str, str] = {}
-    fresh_rows: List[Tuple[str, int, int, int, str]] = []
+    fresh_rows: List[Tuple[str, int, int, int, int, str, int]] = []
+    doubt = False
     stale = False
     result = Full()
+    if settle and hash_missing:
+        _settle([e for e in s.files if e.ctime_ns > time.time_ns() - DOUBT_NS])
     for e in s.files:
         p = s.full_path(e)
         row = known.get(p)
-        if row is not None and row[:3] == (e.size, e.mtime_ns, e.inode):
-            digests[e.rel] = row[3]
+        if row is not None and trusted(row, e):
+            digests[e.rel] = row[4]
             result.reused += 1
             continue
         stale = stale or row is not None
@@ -308,6 +359,7 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
         # readable files' digests are cached all the same.
         try:
             before = os.stat(p)
+            started = time.time_ns()
             digest = file_sha256(p)
             after = os.stat(p)
         except FileNotFoundError:
@@ -318,12 +370,13 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
             s.unreadable.append(e.rel)
             broken = True
             continue
-        if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns):
+        if _key(before) != _key(after):
             s.vanished.append(e.rel)  # rewritten while we read it: the digest describes no real state
             broken = True
             continue
         digests[e.rel] = digest
-        fresh_rows.append((p, after.st_size, after.st_mtime_ns, after.st_ino, digest))
+        fresh_rows.append((p,) + _key(after) + (digest, started))
+        doubt = doubt or after.st_ctime_ns >= started - DOUBT_NS
         result.hashed += 1
     if cache is not None and fresh_rows:
         cache.store(fresh_rows)
@@ -334,9 +387,13 @@ def full_digest(s: Scan, cache: Optional["Cache"], *, hash_missing: bool) -> Ful
         return result
     result.sha256 = merkle(s, digests)
     result.status = "fresh"
-    if listing is not None and cache is not None:
+    if listing is not None and cache is not None and not doubt:
         cache.store_tree(s.real, listing, result.sha256)
     return result
+
+
+def _key(st: os.stat_result) -> Tuple[int, int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 # -- the persistent cache --------------------------------------------------------------------------
@@ -351,18 +408,25 @@ def default_cache_path(env: Mapping[str, str]) -> Optional[str]:
 
 
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, "
-    "mtime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, sha256 TEXT NOT NULL, hashed_at REAL NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS trees (path TEXT PRIMARY KEY, listing TEXT NOT NULL, sha256 TEXT NOT NULL)",
+    # ``files`` and ``trees`` of caches written before the ctime was kept are dropped: their rows
+    # cannot tell a rewrite in place from the file they hashed.
+    "DROP TABLE IF EXISTS files",
+    "DROP TABLE IF EXISTS trees",
+    "CREATE TABLE IF NOT EXISTS digests (path TEXT PRIMARY KEY, size INTEGER NOT NULL, "
+    "mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, inode INTEGER NOT NULL, sha256 TEXT NOT NULL, "
+    "hashed_ns INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS tree_digests (path TEXT PRIMARY KEY, listing TEXT NOT NULL, sha256 TEXT NOT NULL)",
 )
+_COLUMNS = "path, size, mtime_ns, ctime_ns, inode, sha256, hashed_ns"
 
 
 class Cache:
     """Per-file sha256 digests in sqlite. Read-only at launch; a corrupt database is never fatal.
 
-    Table ``files`` keys each digest by real path with the size, mtime and inode it was taken at;
-    table ``trees`` keeps a tree's digest with its :func:`listing_digest`, so a cached 100k-file
-    tree costs one lookup at launch (per-file rows still serve a tree that changed in part).
+    Table ``digests`` keys each digest by real path with the size, mtime, ctime and inode it was taken
+    at and when its hashing began (see :func:`trusted`); table ``tree_digests`` keeps a tree's digest
+    with its :func:`listing_digest`, so a cached 100k-file tree costs one lookup at launch (per-file
+    rows still serve a tree that changed in part).
 
     The writer (``relaxrepro fingerprint``) moves a corrupt file aside and starts a new one; a
     read-only user treats it as empty and says so in ``warnings``.
@@ -404,7 +468,11 @@ class Cache:
             db = sqlite3.connect("file:%s?mode=ro" % _uri_path(self.path), uri=True, timeout=0.5,
                                  check_same_thread=False)
             try:
-                db.execute("SELECT path, size, mtime_ns, inode, sha256 FROM files LIMIT 1").fetchall()
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if "digests" not in tables:  # a cache from before the ctime was kept: nothing in it is trusted
+                    db.close()
+                    return None
+                db.execute("SELECT %s FROM digests LIMIT 1" % _COLUMNS).fetchall()
             except sqlite3.DatabaseError:
                 db.close()
                 raise
@@ -414,7 +482,7 @@ class Cache:
         try:
             for statement in _SCHEMA:
                 db.execute(statement)
-            db.execute("SELECT path, size, mtime_ns, inode, sha256 FROM files LIMIT 1").fetchall()
+            db.execute("SELECT %s FROM digests LIMIT 1" % _COLUMNS).fetchall()
             db.commit()
         except sqlite3.DatabaseError:
             db.close()
@@ -435,30 +503,29 @@ class Cache:
             self.db = None
             self.warnings.append("fingerprint cache %s is corrupt and could not be rebuilt: %s" % (self.path, again))
 
-    def lookup(self, real: str, *, tree: bool) -> Dict[str, Tuple[int, int, int, str]]:
-        """``{path: (size, mtime_ns, inode, sha256)}`` for a file or every file under a tree."""
+    def lookup(self, real: str, *, tree: bool) -> Dict[str, Tuple[int, int, int, int, str, int]]:
+        """``{path: (size, mtime_ns, ctime_ns, inode, sha256, hashed_ns)}`` for a file or every file under a tree."""
         if self.db is None:
             return {}
         try:
             if tree:
                 prefix = real.rstrip("/") + "/"
                 # One range scan on the primary key: "0" is the character after "/".
-                rows = self.db.execute("SELECT path, size, mtime_ns, inode, sha256 FROM files "
-                                       "WHERE path >= ? AND path < ?", (prefix, prefix[:-1] + "0")).fetchall()
+                rows = self.db.execute("SELECT %s FROM digests WHERE path >= ? AND path < ?" % _COLUMNS,
+                                       (prefix, prefix[:-1] + "0")).fetchall()
             else:
-                rows = self.db.execute("SELECT path, size, mtime_ns, inode, sha256 FROM files WHERE path = ?",
-                                       (real,)).fetchall()
+                rows = self.db.execute("SELECT %s FROM digests WHERE path = ?" % _COLUMNS, (real,)).fetchall()
         except self._sqlite3.DatabaseError as exc:
             self.warnings.append("fingerprint cache %s: %s" % (self.path, exc))
             return {}
-        return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+        return {r[0]: tuple(r[1:]) for r in rows}
 
     def lookup_tree(self, real: str) -> Optional[Tuple[str, str]]:
         """``(listing digest, tree digest)`` stored for the tree at ``real``, if any."""
         if self.db is None:
             return None
         try:
-            row = self.db.execute("SELECT listing, sha256 FROM trees WHERE path = ?", (real,)).fetchone()
+            row = self.db.execute("SELECT listing, sha256 FROM tree_digests WHERE path = ?", (real,)).fetchone()
         except self._sqlite3.DatabaseError as exc:
             self.warnings.append("fingerprint cache %s: %s" % (self.path, exc))
             return None
@@ -468,18 +535,17 @@ class Cache:
         if self.db is None or self.readonly:
             return
         try:
-            self.db.execute("INSERT OR REPLACE INTO trees VALUES (?, ?, ?)", (real, listing, digest))
+            self.db.execute("INSERT OR REPLACE INTO tree_digests VALUES (?, ?, ?)", (real, listing, digest))
             self.db.commit()
         except self._sqlite3.DatabaseError as exc:
             self.warnings.append("fingerprint cache %s: could not store digests: %s" % (self.path, exc))
 
-    def store(self, rows: Iterable[Tuple[str, int, int, int, str]]) -> None:
+    def store(self, rows: Iterable[Tuple[str, int, int, int, int, str, int]]) -> None:
+        """Keep ``(path, size, mtime_ns, ctime_ns, inode, sha256, hashed_ns)`` rows."""
         if self.db is None or self.readonly:
             return
-        now = time.time()
         try:
-            self.db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                                [r + (now,) for r in rows])
+            self.db.executemany("INSERT OR REPLACE INTO digests VALUES (?, ?, ?, ?, ?, ?, ?)", list(rows))
             self.db.commit()
         except self._sqlite3.DatabaseError as exc:
             self.warnings.append("fingerprint cache %s: could not store digests: %s" % (self.path, exc))

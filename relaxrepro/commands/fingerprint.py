@@ -38,9 +38,15 @@ def run_command(paths: List[str], *, as_json: bool, env: Mapping[str, str], cwd:
             s = scan(path, cwd=cwd)
             record: Dict[str, object] = {"path": path, "kind": s.kind}
             if s.error is None:
-                full = full_digest(s, cache, hash_missing=True)
+                full = full_digest(s, cache, hash_missing=True, settle=True)
                 record.update({"files": len(s.files), "bytes": s.total_bytes, "sha256": full.sha256,
                                "reused": full.reused, "hashed": full.hashed})
+                links = sum(1 for e in s.entries if e.kind == "link")
+                if links:
+                    record["symlinks"] = links
+                if s.skipped():
+                    record["skipped"] = s.skipped()
+                    say("relaxrepro fingerprint: warning: %s: %s", path, s.skipped())
                 if s.not_read():
                     record["error"] = s.not_read()
             else:
@@ -59,5 +65,7 @@ def run_command(paths: List[str], *, as_json: bool, env: Mapping[str, str], cwd:
     else:
         for r in results:
             if r.get("sha256"):
-                say("%s  %d files  %d bytes  %s", r["sha256"], r["files"], r["bytes"], r["path"], out=sys.stdout)
+                links = "  %d symlinks" % r["symlinks"] if r.get("symlinks") else ""
+                say("%s  %d files%s  %d bytes  %s", r["sha256"], r["files"], links, r["bytes"], r["path"],
+                    out=sys.stdout)
     return Exit.FAIL if failed else Exit.OK

@@ -222,6 +222,15 @@ def names_manifest(p: Plan, manifest_path: str) -> Optional[str]:
     return None
 
 
+def nul_bytes(p: Plan) -> List[str]:
+    """Where the plan holds a NUL byte (``argv[1]``, ``env NAME``, ``cwd``): no command line, environment or
+    path can carry one (``exec`` refuses it; bash cuts a ``$'...\\x00'`` word short), so such a run is not
+    replayed as recorded."""
+    where = ["argv[%d]" % i for i, a in enumerate(p.argv) if "\0" in a]
+    where += ["env %s" % name for name, value in sorted(p.env.items()) if "\0" in value]
+    return where + (["cwd"] if p.cwd and "\0" in p.cwd else [])
+
+
 # -- the dry-run script ------------------------------------------------------------------------
 
 def _q(value: str) -> str:
@@ -261,6 +270,13 @@ def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
         out.append("echo 'relaxrepro: the command holds redacted values; see the comments at the top' >&2")
         out.append("exit 1")
         out.append("")
+    nul = nul_bytes(p)
+    if nul:
+        out.append("# These recorded values hold a NUL byte, which no command line or environment can carry,")
+        out.append("# so they are not written below: %s" % _comment(", ".join(nul)))
+        out.append("echo 'relaxrepro: the command holds NUL bytes; see the comments at the top' >&2")
+        out.append("exit 1")
+        out.append("")
     out.append("# -- code: every recorded repository must be at its recorded commit")
     for repo in p.repos:
         out.extend(_repo_lines(repo, manifest_path))
@@ -281,19 +297,23 @@ def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
         out.append("")
     out.append("# -- environment: the recorded selected variables (redacted ones are not exported)")
     for name, value in sorted(p.env.items()):
-        out.append("export %s=%s" % (name, _q(value)))
+        out.append("# not exported (a NUL byte): %s" % name if "\0" in value else "export %s=%s" % (name, _q(value)))
     for name, why in sorted(p.skipped_env.items()):
         out.append("# not exported (%s): %s" % (why, _comment(name)))
     if not p.env and not p.skipped_env:
         out.append("# (no environment recorded)")
     out.append("")
-    if p.cwd:
+    if p.cwd and "\0" in p.cwd:
+        out.append("# (the working directory holds a NUL byte: not written)")
+    elif p.cwd:
         out.append("cd %s" % _q(p.cwd))
     elif p.cwd_here:
         out.append('# (working directory recorded as ".": runs where this script is started)')
     else:
         out.append("# (no working directory recorded: runs where this script is started)")
-    if p.argv:
+    if p.argv and any("\0" in a for a in p.argv):
+        out.append("# (the command holds a NUL byte: not written)")
+    elif p.argv:
         out.append("exec " + " ".join(_q(a) for a in p.argv))
     else:
         out.append("echo 'relaxrepro: the manifest records no command' >&2")
@@ -360,6 +380,9 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
     """Every refusal, in the order a user fixes them; returns (argv, env, cwd) to run."""
     if not p.argv:
         raise Refusal("the manifest records no command (command.argv is empty): nothing to rerun")
+    if nul_bytes(p):
+        raise Refusal("the recorded %s hold a NUL byte, which no command line or environment can carry"
+                      % ", ".join(nul_bytes(p)))
     if p.redacted:
         raise Refusal("the command or its env hold redacted values; supply them with --set KEY=VALUE "
                       "(KEY: an env var, argv[N], cwd, or a placeholder such as <HOME>):\n"

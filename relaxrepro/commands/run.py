@@ -51,19 +51,36 @@ def run(args: argparse.Namespace) -> int:
     if result.error is not None:
         say("relaxrepro run: cannot start %s: %s", command[0], result.error)
     if path is not None and doc is not None:
-        found = _results(args)
+        ended = outcome.from_process(result.rc, result.error, result.seconds)
+        found = _metrics(args)
+        if getattr(args, "outputs", None):
+            # The outcome first, the outputs marked unhashed: hashing a checkpoint takes minutes, and a
+            # SIGTERM meanwhile (the job's time limit) must not lose how the command ended.
+            found["outputs"] = results.unhashed_outputs(args.outputs, cwd=safe_getcwd())
+            _record(path, ended, str(doc.get("run_id")), found)
+            found = {"outputs": _outputs(args)}
         # record() reads the file again: the trainer may have folded its own view into it meanwhile.
-        warning = outcome.record(path, outcome.from_process(result.rc, result.error, result.seconds),
-                                 run_id=str(doc.get("run_id")), results=found)
-        if warning:
-            say("relaxrepro: warning: %s", warning)
+        _record(path, ended, str(doc.get("run_id")), found)
     return status
 
 
-def _results(args: argparse.Namespace) -> Dict[str, Any]:
-    """``--outputs`` fingerprinted and ``--metrics`` read once the command has exited; each problem one
-    warning line, never another exit status."""
-    found, warnings = results.after_run(args.outputs or [], args.metrics, cwd=safe_getcwd(), env=os.environ)
+def _record(path: str, ended: Dict[str, Any], run_id: str, found: Dict[str, Any]) -> None:
+    warning = outcome.record(path, ended, run_id=run_id, results=found)
+    if warning:
+        say("relaxrepro: warning: %s", warning)
+
+
+def _metrics(args: argparse.Namespace) -> Dict[str, Any]:
+    """``--metrics`` read once the command has exited; a problem is one warning line, never another exit status."""
+    found, warnings = results.after_run([], args.metrics, cwd=safe_getcwd(), env=os.environ)
     for w in warnings:
         say("relaxrepro run: warning: %s", w)
     return found
+
+
+def _outputs(args: argparse.Namespace) -> Dict[str, Any]:
+    """``--outputs`` fingerprinted once the command has exited; each problem one warning line."""
+    found, warnings = results.after_run(args.outputs, None, cwd=safe_getcwd(), env=os.environ)
+    for w in warnings:
+        say("relaxrepro run: warning: %s", w)
+    return found.get("outputs", {})

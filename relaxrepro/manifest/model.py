@@ -73,7 +73,8 @@ RUN_ID_ENV = "RELAXREPRO_RUN_ID"
 """The run id shared by every process and node of one run (``relaxrepro run`` exports it to the command;
 an sbatch script exports it for ``generate`` and every node's ``--node-report``)."""
 
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID_MAX = 128
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,%d}$" % (RUN_ID_MAX - 1))
 """A run id given by a user (``--run-id``, ``$RELAXREPRO_RUN_ID``): safe in a file name."""
 
 
@@ -132,6 +133,20 @@ def valid_run_id(run_id: Optional[str]) -> bool:
     return bool(run_id) and bool(RUN_ID_RE.match(run_id))  # type: ignore[arg-type]
 
 
+def run_id_problem(run_id: str) -> Optional[str]:
+    """What breaks :data:`RUN_ID_RE` in ``run_id``, said as the rule it breaks; None for a valid one."""
+    if not run_id:
+        return "empty"
+    if len(run_id) > RUN_ID_MAX:
+        return "too long (%d > %d characters)" % (len(run_id), RUN_ID_MAX)
+    if not run_id[0].isascii() or not run_id[0].isalnum():
+        return "must start with a letter or a digit"
+    bad = next((c for c in run_id if not (c.isascii() and (c.isalnum() or c in "._-"))), None)
+    if bad is not None:
+        return "%r is not allowed: use letters, digits, '.', '_' and '-' only" % bad
+    return None
+
+
 class Manifest(dict):
     """A manifest document: a plain dict (JSON-ready) with a few conveniences."""
 
@@ -149,6 +164,9 @@ class Manifest(dict):
     """The manifest of ``relaxrepro run`` this one is folded into (:mod:`relaxrepro.record.adopt`), else None."""
     flushed: bool
     """Written with its outcome when its ``recorded`` block ended: not written again at interpreter exit."""
+    pid: int
+    """The process that made it: only that process writes it, traces into it or records its outcome (a child
+    forked inside ``recorded`` holds a copy, and its exit must not overwrite the parent's run)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -159,11 +177,20 @@ class Manifest(dict):
         self.tracer = None
         self.outer = None
         self.flushed = False
+        self.pid = os.getpid()
+
+    def owned(self) -> bool:
+        """Whether this process made this manifest (see :attr:`pid`)."""
+        return self.pid == os.getpid()
 
     def trace(self, step: Any, loss: Any = None, **scalars: Any) -> None:
         """Keep this step's scalars exactly (the first 50 steps, then every K-th; see
         :mod:`relaxrepro.manifest.trace`); no I/O. At ``$RELAXREPRO_MAX_STEPS`` the step is kept and the run
         ends cleanly: ``SystemExit(0)``, which ``recorded`` writes as outcome ok with the trace."""
+        if not self.owned():  # a forked child's copy: its rows would never be written, only the stop holds
+            if should_stop(step):
+                stop_run(step)
+            return
         tracer = self.tracer
         if tracer is None:
             tracer = self.tracer = Trace(stop=max_steps(os.environ))

@@ -124,7 +124,7 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
     rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
     for root in roots:
-        if directory is None or os.path.isfile(root):
+        if directory is None or os.path.isfile(root) or not _storable(os.path.abspath(root)):
             src.parts.append(_scan(root, rule, want))
             continue
         try:
@@ -536,6 +536,16 @@ def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) 
             part.rows.append(row.trimmed(want))
 
 
+def _storable(path: str) -> bool:
+    """Whether sqlite can hold ``path``: a name that is not UTF-8 (read with ``surrogateescape``) is listed
+    from memory, never stored, so its directory is read again by every listing."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class _Update(Record):
     """What :func:`_update` did: ``extra``, the rows read but not stored (by path), ``fresh``, the same by
     relative path, ``digest``, the digest of the tree the database now holds, and whether it was stored
@@ -609,7 +619,7 @@ def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tu
             if pkgs is not None and row.pkgkey not in seen_sets:
                 seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
                 sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS:
+            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and _storable(path):
                 new_rows.append((path, row))
             else:
                 uncached.add(path)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import operator
 
+from ..std.sha import oversized_int
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -39,19 +41,32 @@ MAX_STEPS_ENV = "RELAXREPRO_MAX_STEPS"
 _NEVER = float("inf")
 
 
+def checked_int(value: int) -> Any:
+    """``value``, or, past what JSON holds (:func:`~relaxrepro.std.sha.oversized_int`), its stand-in text and a
+    warning: one such value never costs the run its outcome and results."""
+    text = oversized_int(value)
+    if text is None:
+        return value
+    import logging  # lazy: ~4 ms, only for a value no trainer should trace
+
+    logging.getLogger("relaxrepro").warning("relaxrepro: trace: an integer too large to write as a number "
+                                            "is recorded as %s", text)
+    return text
+
+
 def exact(value: Any) -> Any:
     """``value`` without loss: an int as itself, a float as ``float.hex``, else via ``__index__``/``float()``;
     what none of those takes, its ``repr`` (64 characters at most)."""
     if type(value) is float:
         return value.hex()
     if type(value) is int:
-        return value
+        return value if value.bit_length() < 64 else checked_int(value)
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, float):
         return float.hex(value)
     try:
-        return operator.index(value)  # numpy integers, integer tensors: exact even past 2**53
+        return checked_int(operator.index(value))  # numpy integers, integer tensors: exact even past 2**53
     except TypeError:
         pass
     try:

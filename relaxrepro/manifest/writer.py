@@ -29,7 +29,8 @@ import signal
 import threading
 
 from ..std.records import Factory, Record
-from ..std.sha import sha256_hex
+from ..std.sha import oversized_int, sha256_hex
+from ..std.text import visible_bytes
 from .model import CAP_BYTES, is_key_entry, new_run_id
 
 TYPE_CHECKING = False
@@ -50,19 +51,25 @@ class WriteResult(Record):
 
 
 def jsonable(value: Any, _seen: Optional[set] = None) -> Any:
-    """A JSON-safe copy: non-finite floats become ``"<non-finite:inf>"`` etc., other objects strings."""
+    """A JSON-safe copy: non-finite floats become ``"<non-finite:inf>"`` etc., other objects strings, and a
+    byte that was not UTF-8 (an argv, an environment value or a path read with ``surrogateescape``) the
+    visible escape ``\\xff`` (:func:`~relaxrepro.std.text.visible_bytes`): UTF-8 holds every manifest."""
+    if isinstance(value, str):
+        return visible_bytes(value)
     if isinstance(value, float):
         if math.isfinite(value):
             return value
         return "<non-finite:%s>" % ("nan" if math.isnan(value) else "inf" if value > 0 else "-inf")
-    if value is None or isinstance(value, (str, bool, int)):
+    if type(value) is int and value.bit_length() > 64:
+        return oversized_int(value) or value  # past what JSON holds: never the reason a manifest is not written
+    if value is None or isinstance(value, (bool, int)):
         return value
     seen = _seen if _seen is not None else set()
     if id(value) in seen:
         return "<recursive>"
     if isinstance(value, dict):
         seen.add(id(value))
-        out = {str(k): jsonable(v, seen) for k, v in value.items()}
+        out = {visible_bytes(str(k)): jsonable(v, seen) for k, v in value.items()}
         seen.discard(id(value))
         return out
     if isinstance(value, (list, tuple)):
@@ -71,7 +78,7 @@ def jsonable(value: Any, _seen: Optional[set] = None) -> Any:
         seen.discard(id(value))
         return out_list
     try:
-        return str(value)
+        return visible_bytes(str(value))
     except Exception:
         return "<unprintable %s>" % type(value).__name__
 

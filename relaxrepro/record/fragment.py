@@ -8,10 +8,10 @@ import sys
 
 from ..collect import assemble, node
 from ..collect.context import Context
-from ..manifest.model import valid_run_id
+from ..manifest.model import run_id_problem, valid_run_id
 from ..manifest.nodes import fragment_filename
 from ..std import proc
-from ..std.text import say
+from ..std.text import safe_text, say
 from . import session
 from .recording import Recorded, RunOptions, make_redactor, write_said
 
@@ -26,8 +26,8 @@ def record_fragment(options: RunOptions, env: Dict[str, str], command: List[str]
     run_id = options.run_id or node.run_id_from_env(env)
     if not valid_run_id(run_id):
         sys.stderr.write("relaxrepro generate: error: --node-report needs a run id shared with rank 0's manifest: "
-                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (" (%r is unsafe)" % run_id if run_id
-                                                                                else ""))
+                         "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID%s\n" % (
+                             " (%s: %s)" % (safe_text(repr(run_id), 60), run_id_problem(run_id)) if run_id else ""))
         return Recorded(refused=True)
     redactor = make_redactor(options, env, "generate")
     if redactor is None:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import datetime as _dt
 import time
 
-from ..collect.context import policy_of
+from ..collect.context import policy_of, safe_getcwd
 from ..manifest import reader, redact, writer
 from ..manifest.model import READ_LIMIT_BYTES
 from ..std import proc
-from .results import merge
+from .results import merge, unhashed_outputs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Optional
+    from typing import Any, Dict, List, Optional
 
 
 def utc_now_iso() -> str:
@@ -61,6 +61,12 @@ def _qualname(exc_type: Any) -> str:
     module = getattr(exc_type, "__module__", "") or ""
     name = getattr(exc_type, "__qualname__", None) or getattr(exc_type, "__name__", "?")
     return name if module in ("builtins", "") else "%s.%s" % (module, name)
+
+
+def mark_unhashed(doc: Dict[str, Any], outputs: List[Any]) -> None:
+    """``outputs`` in ``doc["results"]`` as not hashed yet (:func:`~relaxrepro.record.results.unhashed_outputs`),
+    so the outcome can be written before the minutes of hashing; their digests replace the marks."""
+    merge(doc, outputs=unhashed_outputs(outputs, cwd=safe_getcwd()))
 
 
 def record(path: str, outcome: Optional[Dict[str, Any]], *, run_id: Optional[str] = None,

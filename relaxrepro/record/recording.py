@@ -13,7 +13,7 @@ import sys
 from ..collect import assemble
 from ..collect.context import Context, default_policy
 from ..manifest import writer
-from ..manifest.model import RUN_ID_ENV, valid_run_id
+from ..manifest.model import RUN_ID_ENV, run_id_problem, valid_run_id
 from ..manifest.reader import ManifestError, parse_json
 from ..std import proc
 from ..std.files import read_regular
@@ -99,8 +99,8 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
     if run_id is None and env.get(RUN_ID_ENV):
         run_id = env[RUN_ID_ENV]  # shared with every node's --node-report, so merge can match them
     if run_id is not None and not valid_run_id(run_id):
-        sys.stderr.write("relaxrepro %s: error: --run-id %r: use letters, digits, '.', '_' and '-' only\n"
-                         % (verb, run_id))
+        say("relaxrepro %s: error: %s %s: %s", verb, "--run-id" if options.run_id is not None else "$" + RUN_ID_ENV,
+            repr(run_id)[:60] + ("..." if len(repr(run_id)) > 60 else ""), run_id_problem(run_id))
         return Recorded(refused=True)
     repos, problem = parse_repos(options.repo)
     if problem:

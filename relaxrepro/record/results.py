@@ -17,6 +17,7 @@ import os
 
 from ..collect.fingerprint import Cache, default_cache_path, full_digest, scan
 from ..manifest import reader
+from ..std.sha import oversized_int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -34,7 +35,7 @@ def metric_value(value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
-        return value
+        return oversized_int(value) or value  # past what JSON holds: a text that still tells values apart
     if isinstance(value, str) and value in NON_FINITE.values():
         return value
     try:
@@ -56,6 +57,9 @@ def metrics_section(metrics: Mapping[Any, Any]) -> Tuple[Dict[str, Any], List[st
         number = metric_value(value)
         if number is None:
             warnings.append("metric %s: %s is not a number; left out" % (name, type(value).__name__))
+        elif isinstance(number, str) and number not in NON_FINITE.values():
+            warnings.append("metric %s: an integer too large to write as a number is recorded as %s" % (name, number))
+            out[str(name)] = number
         else:
             out[str(name)] = number
     return out, warnings
@@ -86,6 +90,24 @@ def shown_path(path: str, cwd: str) -> str:
     return full if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
+UNHASHED = "not hashed: relaxrepro ended before the digest was taken"
+"""The ``error`` of an output whose digest was still to come when the outcome was written."""
+
+
+def unhashed_outputs(paths: Iterable[Any], *, cwd: str) -> Dict[str, Any]:
+    """``{shown path: {kind, error}}`` for outputs about to be hashed: what the manifest says of them should
+    hashing never finish (a SIGTERM at a job's time limit), so the outcome can be written first."""
+    out: Dict[str, Any] = {}
+    for path in paths:
+        try:
+            path = os.fspath(path)
+            kind = "directory" if os.path.isdir(os.path.join(cwd, path)) else "file"
+            out[shown_path(path, cwd)] = {"kind": kind, "error": UNHASHED}
+        except (TypeError, ValueError):  # not a path, bytes, an embedded NUL: hashing says so in its turn
+            continue
+    return out
+
+
 def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str]) -> Tuple[Dict[str, Any], List[str]]:
     """``({shown path: entry}, warnings)`` for ``results.outputs``: each file or tree hashed in full,
     per-file digests read from and stored in the fingerprint cache."""
@@ -106,6 +128,11 @@ def fingerprint_outputs(paths: Iterable[Any], *, cwd: str, env: Mapping[str, str
             entry: Dict[str, Any] = {"kind": "file" if s.kind == "file" else "directory", "size": s.total_bytes}
             if s.kind == "tree":
                 entry["files"] = len(s.files)
+                links = sum(1 for e in s.entries if e.kind == "link")
+                if links:
+                    entry["symlinks"] = links
+                if s.skipped():
+                    warnings.append("output %s: %s" % (key, s.skipped()))
             if full.sha256:
                 entry["sha256"] = full.sha256.split(":", 1)[-1]
             else:
@@ -143,7 +170,10 @@ def merge(doc: Dict[str, Any], *, metrics: Optional[Mapping[str, Any]] = None,
     for key, value in (("metrics", metrics), ("outputs", outputs)):
         if value:
             old = results.get(key)
-            results[key] = dict(old if isinstance(old, dict) else {}, **value)
+            old = old if isinstance(old, dict) else {}
+            if key == "outputs":  # the digests replace the marks written before hashing (keys redacted since)
+                old = {k: v for k, v in old.items() if not (isinstance(v, dict) and v.get("error") == UNHASHED)}
+            results[key] = dict(old, **value)
     if trace is not None:
         results["trace"] = dict(trace)
     doc["results"] = results

@@ -164,7 +164,7 @@ def summary(doc: Mapping[str, Any], redactor: Any) -> Dict[str, Any]:
     }
     if get(doc, "outcome.status", None):
         out["outcome"] = manifest_summary.outcome_text(doc)
-    return redactor.value(out)
+    return manifest_writer.jsonable(redactor.value(out))  # a name that is not UTF-8 as its visible escape
 
 
 def tags(info: Mapping[str, Any]) -> Dict[str, str]:

@@ -21,3 +21,20 @@ except ImportError:
 def sha256_hex(data: bytes) -> str:
     """The hex sha256 of ``data``."""
     return sha256(data).hexdigest()
+
+
+JSON_INT_DIGITS = 4300
+"""The most decimal digits of an int written as a JSON number: CPython 3.11+ refuses to convert a longer one
+to or from text (``sys.set_int_max_str_digits``), so a manifest holding one could be neither written nor read."""
+
+_BITS = 14_280  # 2**14280 < 10**4299: the cheap test, exact enough below the limit
+
+
+def oversized_int(value: int) -> "str | None":
+    """None for an int JSON can hold as a number; else the text a manifest keeps instead, one a reader
+    accepts and that still tells two such ints apart: ``<int of N bits, sha256 XXXXXXXXXXXXXXXX>``."""
+    bits = value.bit_length()
+    if bits <= _BITS:
+        return None
+    raw = abs(value).to_bytes((bits + 7) // 8, "big")
+    return "<%sint of %d bits, sha256 %s>" % ("-" if value < 0 else "", bits, sha256_hex(raw)[:16])

@@ -25,6 +25,23 @@ def _escape_char(m: "re.Match[str]") -> str:
     return "\\x%02x" % ord(c) if ord(c) < 0x100 else "\\u%04x" % ord(c)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _visible_byte(m: "re.Match[str]") -> str:
+    c = ord(m.group(0))
+    return "\\x%02x" % (c - 0xDC00) if 0xDC80 <= c <= 0xDCFF else "\\u%04x" % c
+
+
+def visible_bytes(text: str) -> str:
+    """``text`` with each byte that was not UTF-8 (kept by ``surrogateescape`` as ``\\udc80``..``\\udcff``)
+    written as the visible escape ``\\xff``, and any other lone surrogate as ``\\ud800``: text that UTF-8
+    can hold, for a manifest, a database or a tracker, that still shows which bytes were there."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(_visible_byte, text)
+
+
 def safe_text(value: Any, limit: Optional[int] = None) -> str:
     """``value`` as one printable line: control and bidi characters escaped, optionally shortened."""
     text = value if isinstance(value, str) else str(value)

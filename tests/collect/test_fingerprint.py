@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from relaxrepro.collect import fingerprint
 from relaxrepro.collect.fingerprint import Cache, full_digest, quick_digest, scan
+from tests.helpers.common import clean_env, run_cli
 
 
 def _tree(root: Path) -> Path:
@@ -158,7 +160,7 @@ def test_cache_makes_launch_record_the_full_digest_only_when_fresh(tmp_path):
     ro = _cache(tmp_path, readonly=True)
     assert full_digest(scan(str(root)), ro, hash_missing=False).status == "uncached"  # no database yet
     rw = _cache(tmp_path)
-    filled = full_digest(scan(str(root)), rw, hash_missing=True)
+    filled = full_digest(scan(str(root)), rw, hash_missing=True, settle=True)
     assert (filled.status, filled.hashed, filled.reused) == ("fresh", 2, 0)
     rw.close()
 
@@ -190,10 +192,10 @@ def test_cache_notices_a_replaced_file_with_the_same_size_and_mtime(tmp_path):
 def test_new_file_in_a_cached_tree_is_uncached(tmp_path):
     root = _tree(tmp_path / "d")
     rw = _cache(tmp_path)
-    full_digest(scan(str(root)), rw, hash_missing=True)
+    full_digest(scan(str(root)), rw, hash_missing=True, settle=True)
     (root / "z.txt").write_text("new")
     assert full_digest(scan(str(root)), rw, hash_missing=False).status == "uncached"
-    again = full_digest(scan(str(root)), rw, hash_missing=True)
+    again = full_digest(scan(str(root)), rw, hash_missing=True, settle=True)
     assert (again.status, again.hashed, again.reused) == ("fresh", 1, 2)
     rw.close()
 
@@ -227,7 +229,7 @@ def test_corrupt_cache_is_never_fatal(tmp_path, garbage):
     ro.close()
 
     rw = Cache(str(path), readonly=False)
-    filled = full_digest(scan(str(root)), rw, hash_missing=True)
+    filled = full_digest(scan(str(root)), rw, hash_missing=True, settle=True)
     assert filled.status == "fresh"
     if garbage:
         assert rw.warnings == ["fingerprint cache was corrupt (file is not a database): moved to %s.corrupt "
@@ -252,3 +254,81 @@ def test_default_cache_path():
     assert fingerprint.default_cache_path({}) is None
     assert fingerprint.default_cache_path({"RELAXREPRO_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x",
                                            "RELAXREPRO_NO_CACHE": "1"}) == "/c/fingerprints.sqlite"
+
+
+def test_rewrite_in_place_that_restores_size_mtime_and_inode_is_hashed_again(tmp_path):
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"1" * 100)
+    old = os.stat(f)
+    os.utime(f, ns=(old.st_atime_ns, old.st_mtime_ns - 10 * fingerprint.DOUBT_NS))  # hashed long after its change
+    res = run_cli("fingerprint", "--json", str(f), env=clean_env(XDG_CACHE_HOME=str(tmp_path / "c")), cwd=tmp_path)
+    assert json.loads(res.stdout)[0]["sha256"] == "sha256:" + hashlib.sha256(b"1" * 100).hexdigest()
+    before = os.stat(f)
+    with open(f, "r+b") as fh:  # the same inode, the same size
+        fh.write(b"2" * 100)
+    os.utime(f, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = os.stat(f)
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+
+    res = run_cli("fingerprint", "--json", str(f), env=clean_env(XDG_CACHE_HOME=str(tmp_path / "c")), cwd=tmp_path)
+    got = json.loads(res.stdout)[0]
+    assert (got["sha256"], got["hashed"]) == ("sha256:" + hashlib.sha256(b"2" * 100).hexdigest(), 1)
+
+
+def test_a_file_changed_just_before_it_was_hashed_is_not_trusted_later(tmp_path):
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"1" * 100)
+    rw = _cache(tmp_path)
+    first = full_digest(scan(str(f)), rw, hash_missing=True)
+    assert first.status == "fresh"
+    # Changed within the same clock tick as the write the digest was taken after: nothing in the stat
+    # would tell, so a digest taken this close to a change is never reused ...
+    assert full_digest(scan(str(f)), rw, hash_missing=False).status == "stale"
+    # ... and `relaxrepro fingerprint` waits for the file to settle, so the launch after it can use it.
+    settled = full_digest(scan(str(f)), rw, hash_missing=True, settle=True)
+    assert (settled.status, settled.hashed) == ("fresh", 1)
+    assert full_digest(scan(str(f)), rw, hash_missing=False).status == "fresh"
+    rw.close()
+
+
+def test_cache_from_before_the_ctime_was_kept_is_not_trusted(tmp_path):
+    import sqlite3
+
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"1" * 100)
+    path = tmp_path / "cache" / "fingerprints.sqlite"
+    path.parent.mkdir()
+    st = f.stat()
+    db = sqlite3.connect(str(path))
+    db.execute("CREATE TABLE files (path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, "
+               "inode INTEGER NOT NULL, sha256 TEXT NOT NULL, hashed_at REAL NOT NULL)")
+    db.execute("INSERT INTO files VALUES (?, ?, ?, ?, ?, 0)", (str(f.resolve()), st.st_size, st.st_mtime_ns,
+                                                                st.st_ino, "0" * 64))
+    db.commit()
+    db.close()
+    assert full_digest(scan(str(f)), _cache(tmp_path, readonly=True), hash_missing=False).status == "uncached"
+    rw = _cache(tmp_path)
+    assert rw.warnings == []
+    assert full_digest(scan(str(f)), rw, hash_missing=True).sha256 == \
+        "sha256:" + hashlib.sha256(b"1" * 100).hexdigest()
+    rw.close()
+
+
+def test_special_files_and_symlinks_in_a_tree_are_named_not_skipped(tmp_path):
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "a").symlink_to("/etc/hostname")
+    (root / "b").symlink_to("nowhere")
+    only_links = full_digest(scan(str(root)), None, hash_missing=True).sha256
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert only_links != full_digest(scan(str(empty)), None, hash_missing=True).sha256
+    os.mkfifo(str(root / "pipe"))
+    with_fifo = scan(str(root))
+    assert with_fifo.skipped() == "1 special file(s) not read: pipe (fifo)"
+    assert full_digest(with_fifo, None, hash_missing=True).sha256 not in (only_links, None)
+
+    res = run_cli("fingerprint", "out", env=clean_env(XDG_CACHE_HOME=str(tmp_path / "c")), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr == "relaxrepro fingerprint: warning: out: 1 special file(s) not read: pipe (fifo)\n"
+    assert res.stdout.endswith("  0 files  2 symlinks  0 bytes  out\n")

@@ -347,3 +347,19 @@ def test_sigterm_to_rerun_reaches_the_command_and_its_status_comes_back(tmp_path
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+@pytest.mark.parametrize("where", ["argv", "env"])
+def test_a_nul_byte_is_refused_for_execution_and_never_written_as_a_truncating_quote(tmp_path, where):
+    argv = ["python", "-c", ECHO] + (["a\x00b"] if where == "argv" else [])
+    m, _ = _manifest(tmp_path, argv, env={"NCCL_TEST_VALUE": "v\x00w"} if where == "env" else {})
+    res = run_cli("rerun", str(m), "--confirm")
+    named = "argv[3]" if where == "argv" else "env NCCL_TEST_VALUE"
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr == ("relaxrepro rerun: refused: the recorded %s hold a NUL byte, which no command line or "
+                          "environment can carry\n" % named)
+    text = _script(m)
+    assert "\\x00" not in text and "\x00" not in text
+    assert "# so they are not written below: %s\n" % named in text
+    res = _sh(tmp_path, text)
+    assert res.returncode == 1 and "the command holds NUL bytes" in res.stderr

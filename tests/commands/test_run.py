@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -185,8 +186,23 @@ def test_a_bad_run_id_is_a_usage_error_and_nothing_runs(tmp_path):
     marker = tmp_path / "ran"
     res = run_cli("run", "--run-id", "a b", "--", "touch", str(marker), cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr == "relaxrepro run: error: --run-id 'a b': use letters, digits, '.', '_' and '-' only\n"
+    assert res.stderr == ("relaxrepro run: error: --run-id 'a b': ' ' is not allowed: use letters, digits, '.', '_' "
+                          "and '-' only\n")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("run_id, said", [
+    pytest.param("a" * 300, "--run-id '%s...: too long (300 > 128 characters)" % ("a" * 59), id="too-long"),
+    pytest.param("-x", "--run-id '-x': must start with a letter or a digit", id="leading-dash"),
+    pytest.param("", "--run-id '': empty", id="empty"),
+])
+def test_a_bad_run_id_is_told_the_rule_it_breaks(tmp_path, run_id, said):
+    res = run_cli("run", "--run-id=" + run_id, "--", "true", cwd=tmp_path)
+    assert (res.returncode, res.stderr) == (2, "relaxrepro run: error: %s\n" % said)
+    res = run_cli("generate", "--output-dir", str(tmp_path), cwd=tmp_path,
+                  env=clean_env(RELAXREPRO_RUN_ID=run_id or "a/b"))
+    assert res.returncode == 2 and res.stderr.startswith("relaxrepro generate: error: $RELAXREPRO_RUN_ID '")
+    assert list(tmp_path.iterdir()) == []
 
 
 _COUNT_SIGINT = """
@@ -237,3 +253,80 @@ def test_ctrl_c_on_a_terminal_reaches_the_command_once(tmp_path):
         os.close(master)
     assert ready.with_suffix(".count").read_text() == "1"  # from the terminal, not again from us
     assert rc == 7
+
+
+@pytest.mark.parametrize("where", ["argv", "env", "cwd"])
+def test_bytes_that_are_not_utf8_are_recorded_as_visible_escapes(tmp_path, where):
+    odd = "v\udcff"  # b"v\xff" as Python reads it from the OS (surrogateescape)
+    cwd = tmp_path / ("d\udcff" if where == "cwd" else "d")
+    cwd.mkdir()
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    if where == "env":
+        env["NCCL_DEBUG"] = odd  # a recorded variable
+    argv = [sys.executable, "-c", "import sys; sys.exit(0)"] + ([odd] if where == "argv" else [])
+    res = run_cli("run", "--output-dir", "out", "--", *argv, env=env, cwd=cwd)  # below the odd cwd
+    assert res.returncode == 0
+    assert "warning" not in res.stderr, res.stderr
+    manifests(cwd / "out")[0].read_bytes().decode("utf-8")  # UTF-8 throughout
+    doc = _only_manifest(cwd / "out")
+    assert doc["outcome"]["exit_code"] == 0
+    seen = {"argv": lambda: doc["command"]["argv"][-1], "env": lambda: doc["config"]["selected_env"]["NCCL_DEBUG"],
+            "cwd": lambda: doc["command"]["cwd"]}[where]()
+    assert seen.endswith("d\\xff") if where == "cwd" else seen == "v\\xff", seen
+
+    res = run_cli("generate", "--output-dir", "gen", "--", *argv, env=env, cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    assert "\\\\xff" in manifests(cwd / "gen")[0].read_text(encoding="utf-8")
+    for _ in range(2):  # the index built, then read
+        listed = run_cli("ls", str(tmp_path), env=env)
+        assert (listed.returncode, listed.stderr) == (0, "")
+        assert len(listed.stdout.splitlines()) == 3  # the header, the run and the generated manifest
+    listed = run_cli("ls", str(cwd), env=env)  # a root that is not UTF-8
+    assert (listed.returncode, listed.stderr, len(listed.stdout.splitlines())) == (0, "", 3)
+
+
+def test_sigterm_while_outputs_are_hashed_keeps_the_commands_outcome(tmp_path):
+    big = tmp_path / "big.bin"
+    with open(big, "wb") as fh:
+        fh.truncate(8 << 30)  # 8 GiB, sparse: seconds of sha256, no disk
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    code = "import sys; open('ended', 'w').close(); sys.exit(3)"
+    child = subprocess.Popen([sys.executable, "-m", "relaxrepro", "run", "--output-dir", "out", "--outputs", "big.bin",
+                              "--", sys.executable, "-c", code], cwd=str(tmp_path), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "ended").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # hashing the 8 GiB now
+    child.send_signal(signal.SIGTERM)
+    child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM
+    doc = _only_manifest(tmp_path / "out")
+    assert (doc["outcome"]["status"], doc["outcome"]["exit_code"]) == ("exit", 3)
+    assert doc["results"]["outputs"] == {
+        "big.bin": {"kind": "file", "error": "not hashed: relaxrepro ended before the digest was taken"}}
+
+
+def test_outputs_hashed_after_the_outcome_replace_the_mark(tmp_path):
+    (tmp_path / "w.bin").write_bytes(b"w")
+    res = run_cli("run", "--output-dir", "out", "--outputs", "w.bin", "--", "true", cwd=tmp_path,
+                  env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert res.returncode == 0, res.stderr
+    doc = _only_manifest(tmp_path / "out")
+    assert doc["results"]["outputs"]["w.bin"] == {"kind": "file", "size": 1, "sha256": hashlib.sha256(b"w").hexdigest()}
+    assert doc["outcome"]["status"] == "ok"
+
+
+def test_output_tree_of_symlinks_and_a_fifo_is_hashed_and_the_fifo_named(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").symlink_to("/etc/hostname")
+    os.mkfifo(str(out / "pipe"))
+    res = run_cli("run", "--output-dir", "runs", "--outputs", "out", "--", "true", cwd=tmp_path,
+                  env=clean_env(XDG_CACHE_HOME=str(tmp_path / "cache")))
+    assert res.returncode == 0, res.stderr
+    assert "relaxrepro run: warning: output out: 1 special file(s) not read: pipe (fifo)\n" in res.stderr
+    entry = _only_manifest(tmp_path / "runs")["results"]["outputs"]["out"]
+    lines = "a\0link\0/etc/hostname\npipe\0special\0fifo\n"
+    assert entry == {"kind": "directory", "files": 0, "symlinks": 1, "size": 0,
+                     "sha256": hashlib.sha256(lines.encode()).hexdigest()}

@@ -86,6 +86,8 @@ def describe_local(path: str, cwd: str, deadline: float, cache: Optional[fingerp
     links = sum(1 for e in s.entries if e.kind == "link")
     if links:
         entry["symlinks"] = links
+    if s.skipped():
+        entry["skipped"] = s.skipped()
     # The cached full digest first: one lookup, and worth more than the quick one if time runs out.
     full = fingerprint.full_digest(s, cache, hash_missing=False)
     entry["quick"] = fingerprint.quick_digest(s, deadline=deadline)
@@ -141,6 +143,8 @@ def collect(ctx: Context) -> Outcome:
             todo = todo[:MAX_INPUTS]
         for n, (source, value) in enumerate(todo):
             record = _describe(ctx, source, value, args, cache, len(todo) - n)
+            if record.get("skipped"):
+                out.warn("%s %s: %s" % (source, value, record.pop("skipped")))
             if record.get("error"):
                 out.warn("%s %s: %s" % (source, value, record["error"]))
             elif record.get("unreadable") or record.get("vanished"):
