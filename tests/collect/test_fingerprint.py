@@ -247,10 +247,12 @@ def test_cache_directory_that_cannot_be_created(tmp_path):
     assert full.status == "fresh"  # the digest is still computed, only not remembered
 
 
-def test_default_cache_path():
-    assert fingerprint.default_cache_path({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == \
+def test_default_cache_path(tmp_path):
+    home = str(tmp_path)
+    assert fingerprint.default_cache_path({"XDG_CACHE_HOME": "/x", "HOME": home}) == \
         "/x/relaxrepro/fingerprints.sqlite"
-    assert fingerprint.default_cache_path({"HOME": "/h"}) == "/h/.cache/relaxrepro/fingerprints.sqlite"
+    assert fingerprint.default_cache_path({"HOME": home}) == home + "/.cache/relaxrepro/fingerprints.sqlite"
+    assert fingerprint.default_cache_path({"HOME": home + "/missing"}) is None  # a missing home is never made
     assert fingerprint.default_cache_path({}) is None
     assert fingerprint.default_cache_path({"RELAXREPRO_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x",
                                            "RELAXREPRO_NO_CACHE": "1"}) == "/c/fingerprints.sqlite"
