@@ -337,6 +337,19 @@ class Redactor:
             prev_kind = flag_kind(a)
         return out
 
+    def _number(self, obj: Any, key: Optional[str], secret: bool) -> Any:
+        """A number judged by its name as its text would be: ``--password 48151623`` on a command line and
+        ``"password": 48151623`` in its parsed copy are the same secret; ``"key": 42`` stays (a vague name
+        masks only what looks like a credential, and no number does)."""
+        if secret:
+            self.count("secret-name")
+            return MASK
+        kind = name_kind(key) if key else KIND_NONE
+        if kind not in (KIND_SECRET, KIND_WEAK):
+            return obj
+        new, done = self._judge_safe(kind, str(obj))
+        return new if done else obj
+
     def _judge_safe(self, kind: int, value: str) -> Tuple[str, bool]:
         try:
             return self.judge(kind, value)
@@ -365,8 +378,10 @@ class Redactor:
                 self.remember(obj)
                 return name_mask(obj)
             return self.text(obj, key)
-        if obj is None or isinstance(obj, (bool, int, float)):
+        if obj is None or isinstance(obj, bool):
             return obj
+        if isinstance(obj, (int, float)):
+            return self._number(obj, key, secret)
         if id(obj) in seen:
             return "<recursive>"
         try:
