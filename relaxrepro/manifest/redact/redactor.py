@@ -20,7 +20,7 @@ from .addresses import (
     private_v4,
     url_host,
 )
-from .assignments import TRIGGER_LOW_RE, mask_assignments, mask_pgpass
+from .assignments import TRIGGER_LOW_RE, mask_assignments, mask_pgpass, mask_sequences
 from .names import (
     KIND_ADDRESS,
     KIND_NONE,
@@ -235,7 +235,7 @@ class Redactor:
             masked = mask_assignments(self, s, mode)
             if tools and masked != s:  # a value masked whole may take an open quote that hid an option
                 masked = mask_commands(self, masked)
-            s = masked
+            s = mask_sequences(self, masked) if "\n" in masked and "-" in masked else masked
         if s.count(".") >= 3:
             s = IPV4_RE.sub(self._ipv4_sub, s)
         if ":" in s and ("fc" in low or "fd" in low):
