@@ -97,3 +97,14 @@ def test_a_number_is_judged_by_its_name_as_its_text_would_be() -> None:
                                               "api_key": ["***", "***"], "max_new_tokens": 512}
     assert out["command"]["argv"] == ["t.py", "--password", "<redacted>", "--key", "42"]
     assert redact_document(out, _red()) == out
+
+
+def test_a_number_masked_in_argv_by_a_tool_option_is_masked_in_its_parsed_copy(tmp_path: Path) -> None:
+    # No name points at these copies: 'sshpass -p 48151623' parses to {"p": 48151623}, 'mysql -p27182818' to a
+    # flag named p27182818.
+    repo = make_repo(tmp_path / "repo", {"train.py": "print(1)\n"})
+    doc = generate(tmp_path, cwd=repo, env=clean_env(), command=[
+        "sshpass", "-p", "48151623", "ssh", "h", "mysql", "-uroot", "-p27182818", "--port", "5432"])
+    _no_planted(next(tmp_path.glob("m_*.json")).read_text())
+    args = doc["config"]["resolved_args"]
+    assert args["p"] == ["***", "ssh", "h", "mysql"] and args["p***"] is True and args["port"] == 5432
