@@ -10,6 +10,7 @@ import math
 import os
 import re
 
+from ..manifest.redact.names import KIND_SECRET, KIND_WEAK, name_kind
 from ..std.sha import sha256_hex
 
 TYPE_CHECKING = False
@@ -100,8 +101,11 @@ def _parse_options(tokens: List[str], i: int) -> Dict[str, Any]:
                 out[key] = typed(inline)
                 continue
             values: List[Any] = []
+            # The word after a flag whose name says secret is its value, as the redaction reads it:
+            # '--cookie session=abc' is the cookie, never a new key 'session' that no name would mask.
+            secret = name_kind(key) in (KIND_SECRET, KIND_WEAK)
             while i < len(tokens) and not _is_option(tokens[i]) and tokens[i] != "--" \
-                    and not _looks_hydra(tokens[i]):
+                    and (not _looks_hydra(tokens[i]) or (secret and not values)):
                 values.append(typed(tokens[i]))
                 i += 1
             out[key] = True if not values else values[0] if len(values) == 1 else values

@@ -15,6 +15,7 @@ import sys
 from ..collect.context import policy_of
 from ..manifest import reader, writer
 from ..manifest.model import READ_LIMIT_BYTES
+from ..manifest.redact import redact_document
 from ..record import trackers
 from ._common import Exit, say
 from ._runs import read_or_report, resolve_args
@@ -44,14 +45,19 @@ def run(args: argparse.Namespace) -> int:
     if module is None:
         say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
         return Exit.USAGE
+    uri = None
     try:
+        uri = _tracking_uri(module, args) if tool == "mlflow" else None
         attachment, close = _OPEN[tool](module, args)
     except Exception as exc:
         say("relaxrepro attach: error: could not open the %s run: %s", trackers.NAMES[tool],
-            trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
+            trackers.scrub("%s: %s" % (type(exc).__name__, exc), uri))
         return Exit.USAGE
     try:
+        # The file may hold what no write of ours let through (written by hand, by an older version, by another
+        # tool): it is redacted again, as the writer redacts, before a tracker gets a copy.
         policy = policy_of(doc)
+        doc = redact_document(doc, policy)
         trackers.note(doc, [attachment], policy)
         path = args.manifest
         try:
@@ -66,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             close()
         except Exception as exc:
             say("relaxrepro attach: warning: closing the %s run: %s", trackers.NAMES[tool],
-                trackers.scrub("%s: %s" % (type(exc).__name__, exc)))
+                trackers.scrub("%s: %s" % (type(exc).__name__, exc), uri))
     if warnings:
         writer.replace_atomically(path, original)  # the manifest names no run that does not hold it
         say("relaxrepro attach: error: %s; %s left as it was", "; ".join(warnings), path)
@@ -123,8 +129,12 @@ def _open_wandb(wandb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[],
     return trackers.Attachment("wandb", {"tool": "wandb", "run": str(run.path)}, run), close
 
 
+def _tracking_uri(mlflow: Any, args: argparse.Namespace) -> str:
+    return args.tracking_uri or str(mlflow.get_tracking_uri())
+
+
 def _open_mlflow(mlflow: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
-    uri = args.tracking_uri or str(mlflow.get_tracking_uri())
+    uri = _tracking_uri(mlflow, args)
     run = mlflow.MlflowClient(tracking_uri=uri).get_run(args.mlflow)  # an unknown run id fails here
     return trackers.mlflow_attachment(run, uri), lambda: None
 

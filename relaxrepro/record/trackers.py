@@ -86,7 +86,7 @@ def find(modules: Mapping[str, Any], frame: Optional[FrameType] = None, tensorbo
 def mlflow_attachment(run: Any, tracking_uri: str) -> Attachment:
     info = run.info
     entry = {"tool": "mlflow", "run_id": str(info.run_id),
-             "tracking_uri": strip_credentials(tracking_uri, users="any", query="drop")}
+             "tracking_uri": shown_uri(tracking_uri)}
     if getattr(info, "experiment_id", None) is not None:
         entry["experiment_id"] = str(info.experiment_id)
     return Attachment("mlflow", entry, (str(info.run_id), tracking_uri))
@@ -141,8 +141,22 @@ def note(doc: Dict[str, Any], found: Sequence[Attachment], redactor: Any) -> Non
     doc["lineage"] = lineage
 
 
-def scrub(text: str) -> str:
-    """A tracker's error message without the ``user:password@`` of the URLs it quotes (its tracking URI)."""
+def shown_uri(uri: str) -> str:
+    """A tracking URI as it may be shown or recorded: no ``user:password@``, no query (``?token=``), no fragment."""
+    return strip_credentials(uri, users="any", query="drop")
+
+
+def scrub(text: str, uri: Optional[str] = None) -> str:
+    """A tracker's error message without the ``user:password@`` of the URLs it quotes; the tracking URI ``uri``
+    shown as :func:`shown_uri` shows it, and its query and fragment taken out wherever the message quotes them
+    apart from it (``Max retries exceeded with url: /mlflow?token=...``)."""
+    if uri:
+        text = text.replace(uri, shown_uri(uri))
+        base = uri.split("#", 1)[0].split("?", 1)[0]
+        tail = uri[len(base):]
+        for piece in (tail, tail.split("#", 1)[0], tail[tail.find("#"):] if "#" in tail else ""):
+            if len(piece) > 1:
+                text = text.replace(piece, "")
     return strip_credentials(text, users="any", query="keep")
 
 
@@ -210,7 +224,8 @@ def send(found: Sequence[Attachment], path: str, info: Dict[str, Any], modules: 
         try:
             _SENDERS[a.tool](a.handle, path, info, modules, final)
         except Exception as exc:
-            warnings.append(scrub("%s: %s: %s" % (NAMES[a.tool], type(exc).__name__, exc)))
+            uri = a.handle[1] if a.tool == "mlflow" else None
+            warnings.append(scrub("%s: %s: %s" % (NAMES[a.tool], type(exc).__name__, exc), uri))
     return warnings
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from tests.helpers.common import MARKER_VAR, clean_env, pyenv_python, run_cli, survivors, validate_manifest
 from tests.helpers.recording import load, make_doc, put
+from tests.helpers.redact import fakes, leaked, password
 from tests.helpers.trackers import tensorboard_texts, wandb_config
 
 pytest.importorskip("wandb")
@@ -148,3 +150,80 @@ def test_a_tool_that_is_not_installed_is_exit_2(tmp_path, manifest):
     assert res.stderr == ("relaxrepro attach: error: --tensorboard needs the tensorboard (with torch) or tensorboardX "
                           "package, which is not installed here\n")
     assert json.loads(manifest.read_text())["lineage"] == {"group": "g"}
+
+
+# -- what a tracker is given and what attach prints: redacted again, whatever the file on disk holds --------------
+
+def _raw_manifest(tmp_path: Path) -> tuple:
+    """A manifest written by hand (or by an old version) that still holds secrets in argv, env and a patch."""
+    fake = fakes()
+    planted = [fake["huggingface"], fake["github-classic"], password("attach/argv"), password("attach/env"),
+               password("attach/patch")]
+    doc = make_doc(RUN, command={"argv": ["python", "train.py", "--hf-token", planted[0], "--password", planted[2]],
+                                 "cwd": "/work", "source": "cli"},
+                   code={"trainer": {"commit": "a" * 40, "dirty": True, "patch": {
+                       "text": "diff --git a/.env b/.env\n--- a/.env\n+++ b/.env\n@@ -0,0 +1 @@\n+DB_PASSWORD=%s\n"
+                               % planted[4]}}},
+                   config={"selected_env": {"GH_TOKEN": planted[1], "RAY_REDIS_PASSWORD": planted[3]}},
+                   lineage={"group": "g"})
+    return put(tmp_path / "runs", doc), planted
+
+
+def _none_planted(text: str, planted: list) -> None:
+    for secret in planted:
+        assert not leaked(secret, text, window=6), secret[:4]
+
+
+def test_mlflow_gets_the_manifest_redacted_again(tmp_path, mlflow_run):
+    manifest, planted = _raw_manifest(tmp_path)
+    res = run_cli("attach", str(manifest), "--mlflow", mlflow_run["run_id"], "--tracking-uri", mlflow_run["uri"])
+    assert res.returncode == 0, res.stderr
+    got = mlflow_run["client"].download_artifacts(mlflow_run["run_id"], "relaxrepro/manifest_%s.json" % RUN,
+                                                  str(tmp_path / "d"))
+    _none_planted(Path(got).read_text(), planted)
+    _none_planted(manifest.read_text(), planted)
+    doc = load(Path(got))
+    assert doc["command"]["argv"] == ["python", "train.py", "--hf-token", "<redacted>", "--password", "<redacted>"]
+    assert doc["code"]["trainer"]["commit"] == "a" * 40
+
+
+def test_wandb_gets_the_manifest_redacted_again(tmp_path):
+    manifest, planted = _raw_manifest(tmp_path)
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "cfg"), WANDB_CACHE_DIR=str(tmp_path / "cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "data"))
+    res = run_cli("attach", str(manifest), "--wandb", "team/proj/abc123", env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-abc123")
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            _none_planted(path.read_bytes().decode("utf-8", "replace"), planted)
+
+
+def test_tensorboard_gets_the_manifest_redacted_again(tmp_path):
+    pytest.importorskip("torch")
+    manifest, planted = _raw_manifest(tmp_path)
+    logs = tmp_path / "tb"
+    logs.mkdir()
+    res = run_cli("attach", str(manifest), "--tensorboard", str(logs), timeout=120)
+    assert res.returncode == 0, res.stderr
+    for path in logs.rglob("*"):
+        if path.is_file():
+            _none_planted(path.read_bytes().decode("utf-8", "replace"), planted)
+    assert load(logs / ("manifest_%s.json" % RUN)) == load(manifest)
+
+
+def test_a_tracking_uris_credentials_are_never_printed(tmp_path, manifest):
+    with socket.socket() as s:  # a port nothing listens on: MLflow's request fails and quotes its URL
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    token, key, pw = password("uri/token"), password("uri/key"), password("uri/pw")
+    uri = "http://ci:%s@127.0.0.1:%d/mlflow?token=%s&api_key=%s" % (pw, port, token, key)
+    before = manifest.read_bytes()
+    res = run_cli("attach", str(manifest), "--mlflow", "0" * 32, "--tracking-uri", uri, timeout=120,
+                  env=clean_env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5"))
+    assert res.returncode == 2
+    _none_planted(res.stdout + res.stderr, [token, key, pw])
+    assert res.stderr.startswith("relaxrepro attach: error: could not open the MLflow run: ")
+    assert "http://127.0.0.1:%d/mlflow" % port in res.stderr
+    assert manifest.read_bytes() == before

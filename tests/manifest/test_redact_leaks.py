@@ -11,6 +11,7 @@ from typing import List, Tuple
 import pytest
 
 from relaxrepro.manifest.redact import Redactor, redact_document
+from relaxrepro.manifest.redact.assignments import file_mode
 from tests.helpers.common import clean_env, generate, git, make_repo
 from tests.helpers.redact import fakes, hex40, leaked, password, pem_key, strings
 
@@ -99,6 +100,11 @@ def _leaks() -> List[Tuple[str, str, str]]:
         ("adc-refresh-token", '  "refresh_token": "{refresh}",'),
         ("refresh-token-shape", "restored credentials with {refresh} from the old laptop"),
         ("aws-access-key-id-name", "aws_access_key_id = {s}"),
+        # environment variables set from Python
+        ("os-environ-subscript", 'os.environ["OPENAI_API_KEY"] = "{s}"'),
+        ("os-environ-subscript-single", "os.environ['HF_TOKEN'] = '{s}'"),
+        ("os-environ-setdefault", 'os.environ.setdefault("WANDB_API_KEY", "{s}")'),
+        ("os-putenv", "os.putenv('DB_PASSWORD', '{s}')"),
         ("sa-minified", '{{"type": "service_account", "project_id": "p", "private_key_id": "{hex}", '
                         '"client_email": "sa@p.iam.gserviceaccount.com"}}'),
     ]
@@ -115,6 +121,34 @@ def _leaks() -> List[Tuple[str, str, str]]:
 
 
 LEAKS = _leaks()
+
+
+def _spanning() -> List[Tuple[str, str, str, str]]:
+    """``(id, file, text, secret)``: a value that stands on a line below its name."""
+    cases = [
+        ("env-multiline-double", ".env", 'WANDB_ENTITY=team\nDB_PASSWORD="first-line\n{s}"\nLR=3e-4\n'),
+        ("env-multiline-single", ".env.local", "API_SECRET='{s}\nsecond-{s}'\nSEED=1\n"),
+        ("env-multiline-three", ".env", 'PRIVATE_TOKEN="a\nb-{s}\nc-{s}"\nX=1\n'),
+        ("export-continued", "setup.sh", "export HF_TOKEN=\\\n  {s}\npython train.py\n"),
+        ("flag-continued", "launch.sh", "python train.py --lr 3e-4 \\\n  --token \\\n  {s} \\\n  --seed 1\n"),
+        ("flag-continued-equals", "launch.sh", "torchrun train.py \\\n  --api-key=\\\n{s}\n"),
+        ("yaml-tokens-list", "keys.yaml", "tokens:\n  - {s}\n  - second{s}\nlr: 0.1\n"),
+        ("yaml-api-keys-list", "conf.yml", "service:\n  api_keys:\n    - {s}\n    - '{s}2'\n  port: 80\n"),
+        ("yaml-passwords-same-indent", "db.yaml", "passwords:\n- {s}\n- x{s}\nuser: bob\n"),
+    ]
+    out = []
+    for cid, name, template in cases:
+        secret = password("span/" + cid, "-")
+        out.append((cid, name, template.format(s=secret), secret))
+    return out
+
+
+SPANNING = _spanning()
+SPAN_LOOK_ALIKES = {
+    "vocab.yaml": "special_tokens:\n  - <pad>\n  - <|im_start|>\nmax_new_tokens: 512\ntokens:\n  - 300B\n  - hello\n",
+    "run.sh": "python train.py \\\n  --max-new-tokens \\\n  512 \\\n  --key-column text\n",
+    ".env": 'GREETING="hello\nworld"\nMODEL=meta-llama/Llama-3-8B\n',
+}
 
 LOOK_ALIKES = [
     "docker run -p 8080:80 -u 1000:1000 nginx:1.25", "redis-cli -p 6379 ping", "mysql -p training_runs",
@@ -140,6 +174,9 @@ LOOK_ALIKES = [
     "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     "image: nvcr.io/nvidia/pytorch:24.05-py3",
     "kubectl port-forward svc/ray-head 8265:8265", "torchrun --nproc-per-node 8 -m train",
+    'parser.add_argument("--hf-token", "-t", type=str)', 'os.environ["WANDB_API_KEY"] = os.environ["WANDB_KEY"]',
+    'os.environ["HF_TOKEN"] = token', 'fields = ("password", "username")', 'print("token", "is", n)',
+    'os.environ.get("HF_TOKEN", "")', 'd["max_new_tokens"] = 512',
 ]
 
 
@@ -183,6 +220,32 @@ def test_a_look_alike_survives(line: str) -> None:
 ])
 def test_argv_of_a_client_tool(argv: list, expected: list) -> None:
     assert _red().argv(argv) == expected
+
+
+def _patch_of(name: str, text: str) -> str:
+    body = "".join("+" + line + "\n" for line in text.splitlines())
+    return "diff --git a/%s b/%s\n--- /dev/null\n+++ b/%s\n@@ -0,0 +1,%d @@\n%s" % (
+        name, name, name, len(text.splitlines()), body)
+
+
+@pytest.mark.parametrize("name,text,secret", [c[1:] for c in SPANNING], ids=[c[0] for c in SPANNING])
+def test_a_planted_value_below_its_name_never_survives(name: str, text: str, secret: str) -> None:
+    r, mode = _red(), file_mode("diff --git a/%s b/%s" % (name, name))
+    out = r.scan(text, mode)
+    assert not leaked(secret, out, window=6), out
+    assert out.count("\n") == text.count("\n") and r.scan(out, mode) == out
+    patch = _patch_of(name, text)
+    red, changed = _red().lines(patch)
+    assert not leaked(secret, red, window=6), red
+    assert red.count("\n") == patch.count("\n") and changed
+
+
+@pytest.mark.parametrize("name", sorted(SPAN_LOOK_ALIKES))
+def test_a_look_alike_below_its_name_survives(name: str) -> None:
+    text = SPAN_LOOK_ALIKES[name]
+    assert _red().text(text) == text
+    patch = _patch_of(name, text)
+    assert _red().lines(patch) == (patch, [])
 
 
 def test_a_command_continued_over_lines_of_a_patch() -> None:
@@ -241,6 +304,12 @@ def test_no_planted_secret_reaches_a_written_manifest_and_look_alikes_survive(tm
     (repo / "scripts" / "db.sh").write_text("mysql -uroot -p\"$MYSQL_PWD\" runs\n")  # the secret, removed
     (repo / "scripts" / "setup.sh").write_text("".join(line + "\n" for _, line, _ in LEAKS))  # untracked
     (repo / "scripts" / "lookalikes.sh").write_text("".join(line + "\n" for line in LOOK_ALIKES))
+    for cid, name, text, _ in SPANNING:
+        (repo / "spanning" / cid).mkdir(parents=True)
+        (repo / "spanning" / cid / name).write_text(text)
+    (repo / "lookalikes").mkdir()
+    for name, text in SPAN_LOOK_ALIKES.items():
+        (repo / "lookalikes" / name).write_text(text)
     sa, sa_secrets = _service_account("patch")
     oauth, oauth_secrets = _oauth_client("patch")
     (repo / "creds").mkdir()
@@ -252,10 +321,14 @@ def test_no_planted_secret_reaches_a_written_manifest_and_look_alikes_survive(tm
         assert not leaked(secret, text, window=6), cid
     for secret in sa_secrets + oauth_secrets + [removed]:
         assert not leaked(secret, text, window=6)
+    for cid, _, _, secret in SPANNING:
+        assert not leaked(secret, text, window=6), cid
     patch = doc["code"]["repo"]["patch"]["text"]
     assert "\n-mysql -uroot -p*** runs\n" in patch
     for line in LOOK_ALIKES:
         assert "\n+" + line + "\n" in patch, line
+    for text in SPAN_LOOK_ALIKES.values():
+        assert "".join("\n+" + line for line in text.splitlines()) + "\n" in patch
     assert '\n+    "client_id": "1234567890-abc.apps.googleusercontent.com",\n' in patch
     assert '\n+  "token_uri": "https://oauth2.googleapis.com/token",\n' in patch
 

@@ -5,7 +5,9 @@ through :class:`Redactor` just before it is written or printed. Rules, in the or
 
 - by name (names.py, assignments.py): values of keys and flags whose name says secret (``HF_TOKEN``,
   ``--wandb-key X``, ``api_key: X`` inside config text or a patch, a service account's ``private_key_id``) are
-  masked whole, whatever they hold, to the end of their word or line or their closing quote;
+  masked whole, whatever they hold (numbers too), to the end of their word or line or their closing quote (in a
+  ``.env`` file, lines below); a value continued with a backslash onto the next line, the items of a YAML list
+  under such a name (``api_keys:``, ``tokens:`` then ``- X``) and ``os.environ["HF_TOKEN"] = X`` as well;
 - client tools' password options (tools.py: ``curl -u user:X``, ``mysql -pX``, ``sshpass -p X``...), in text
   (lines continued with a backslash too) and in argv; any other copy of a value masked by name is masked as well;
 - by shape (shapes.py): token formats listed in the project's SECRETS.md brief (GitHub, GitLab, HF, OpenAI,

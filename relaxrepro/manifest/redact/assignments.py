@@ -6,7 +6,17 @@ from __future__ import annotations
 import re
 
 from ...std.lazy_re import LazyPattern
-from .names import KIND_ADDRESS, KIND_SECRET, KIND_URL, KIND_USER, KIND_WEAK, is_inert, looks_credential, name_kind
+from .names import (
+    KIND_ADDRESS,
+    KIND_SECRET,
+    KIND_URL,
+    KIND_USER,
+    KIND_WEAK,
+    is_inert,
+    looks_credential,
+    name_kind,
+    sequence_kind,
+)
 from .placeholders import MASK
 
 TYPE_CHECKING = False
@@ -22,8 +32,9 @@ _NOT_FIRST = frozenset(",;&)}]<>|")  # a value that starts so is only a secret's
 # ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger
 # word (the lookahead), so prose without one is never consumed. A quote left open runs to the end of the line.
 _ASSIGN_RE = LazyPattern(
-    r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?)"
-    r"(?:(?P<sep>[ \t]*[:=]=?[ \t]*)(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq>[^'\n]*(?:''[^'\n]*)*)'?"
+    r"(?<![\w./-])(?P<name>-{0,2}(?=[\w.-]{0,79}?(?i:%s))[A-Za-z_][\w.-]{0,79}?)(?P<nq>[\"']?\]?)"
+    r"(?:(?P<sep>[ \t]*[:=]=?[ \t]*|[ \t]*,[ \t]*(?=[\"']))"
+    r"(?:\"(?P<dq>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq>[^'\n]*(?:''[^'\n]*)*)'?"
     r"|(?P<v>[^\s\"'][^%s]*))"
     r"|(?P<sp>[ \t]+)(?:\"(?P<dq2>[^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"?|'(?P<sq2>[^'\n]*)'?|(?P<w>[^\s\"'=:][^%s=:]*)))"
     % (_TRIGGERS, _VALUE_END, _VALUE_END))
@@ -34,6 +45,11 @@ _COMMENT_RE = LazyPattern(r"[ \t]#")
 _LIST_ITEM_RE = LazyPattern(r"[+ -]?[ \t]*-[ \t]+")  # ``- DB_PASSWORD=x y`` (a compose environment list)
 _BLOCK_RE = LazyPattern(r"[|>][1-9+-]{0,2}")  # YAML ``password: |``: the value is on the lines below
 BLOCK_KEY_RE = LazyPattern(r"([ \t]*(?:- )?)[\"']?([\w.-]+)[\"']?[ \t]*:[ \t]*[|>][1-9+-]{0,2}[ \t]*(?:#.*)?")
+# The calls that set or default an environment variable: setdefault("HF_TOKEN", "X"), putenv('DB_PASSWORD', 'X')
+_CALL_RE = LazyPattern(r"\b(?:setdefault|putenv|setenv|getenv|get|pop)\([ \t]*[\"']$")
+_EXPRESSION_RE = LazyPattern(r"[A-Za-z_][\w.]*(?:[\[(]|$)")  # os.environ["X"] = os.environ["Y"]: code, no value
+_SEQ_KEY_RE = LazyPattern(r"([ \t]*(?:- )?)[\"']?([\w.-]+)[\"']?[ \t]*:[ \t]*(?:#.*)?")
+_SEQ_ITEM_RE = LazyPattern(r"([ \t]*)-[ \t]+(.*?)[ \t]*")
 _NETRC_RE = LazyPattern(r"[+ -]?[ \t]*(?:machine|default)\b")
 PGPASS_RE = LazyPattern(r"(?m)^((?![+ -]?#)[+ -]?(?:(?:[^:\\\n]|\\.)*:){4})(.+)$")
 
@@ -134,6 +150,14 @@ def _assignment(red: Rules, m: "re.Match[str]", mode: Optional[str]) -> Optional
     if bare and ((not secret and value[0] in _NOT_FIRST) or (group == "w" and value[0] in "|<>")):
         return None  # "--user | tee": a pipe, not a value
     nstart = m.start("name")
+    sep = m.group("sep") or ""
+    if "," in sep and not (m.group("nq")[:1] in ("'", '"') and (name.startswith("-") or _CALL_RE.search(
+            s, max(0, nstart - 40), nstart))):
+        return None  # only a call's ("HF_TOKEN", "X") or a list's ["--api-key", "X"]: not any pair of strings
+    if "," in sep and value.startswith("-"):
+        return None  # add_argument("--hf-token", "-t"): the flag's other name
+    if m.group("nq").endswith("]") and group == "v" and _EXPRESSION_RE.match(value):
+        return None  # os.environ["HF_TOKEN"] = token: a variable, not the value
     if m.group("sp") is not None:
         if name.startswith("-"):
             if value.startswith("-"):
@@ -159,6 +183,19 @@ def _assignment(red: Rules, m: "re.Match[str]", mode: Optional[str]) -> Optional
             return None
         if line and kind == KIND_SECRET and _BLOCK_RE.fullmatch(value):
             return _block(red, s, nstart, end)
+        if value == "\\":  # 'export HF_TOKEN=\' or '--token \': the value is the next line's first word
+            if not s.startswith("\n", end):
+                return None  # the line alone: the lines it continues are read together (patches.py)
+            start = end + 1
+            while s[start:start + 1] in (" ", "\t"):
+                start += 1
+            w = _WS_RE.search(s, start)
+            end = w.start() if w else len(s)
+            value = s[start:end]
+            if not value or value.startswith("-"):
+                return None
+    elif group in ("dq", "sq") and secret and mode == "env" and s.startswith("\n", end):
+        return _quoted_lines(red, kind, s, start, end, '"' if group == "dq" else "'")
     if kind in (KIND_ADDRESS, KIND_URL) and group == "w" and s.startswith("://", end):
         end = _value_end(s, nstart, start, False)  # --host https://wandb.example.com: the whole URL
         value = s[start:end]
@@ -168,6 +205,66 @@ def _assignment(red: Rules, m: "re.Match[str]", mode: Optional[str]) -> Optional
     if new == value:
         return None
     return start, end, new
+
+def _quoted_lines(red: Rules, kind: int, s: str, start: int, end: int, quote: str) -> Optional[Tuple[int, int, str]]:
+    """A ``.env`` value whose quote closes on a later line (``DB_PASSWORD="a`` ... ``b"``): each of its lines masked,
+    so the text keeps its line count. Unclosed within 64 lines, only the first line is the value."""
+    pos = end
+    for _ in range(64):
+        close = s.find(quote, pos + 1)
+        nl = s.find("\n", pos + 1)
+        if close >= 0 and (nl < 0 or close < nl):
+            end = close
+            break
+        if nl < 0:
+            break
+        pos = nl
+    value = s[start:end]
+    parts = value.split("\n")
+    if all(is_inert(p) for p in parts):
+        return None
+    new, _ = red.judge(kind, "".join(parts))
+    if new == "".join(parts):
+        return None
+    for p in parts:
+        red.remember(p)
+    return start, end, "\n".join(MASK if p.strip() else p for p in parts)
+
+
+def mask_sequences(red: Rules, s: str) -> str:
+    """The items of a YAML list under a name that says secret (``api_keys:`` then ``- X`` lines; ``tokens:``
+    then ``- X`` where X looks like a credential), each masked as a value under that name."""
+    lines = s.split("\n")
+    seq: Optional[Tuple[int, int]] = None
+    changed = False
+    for i, line in enumerate(lines):
+        new, seq = sequence_line(red, line, seq)
+        if new != line:
+            lines[i], changed = new, True
+    return "\n".join(lines) if changed else s
+
+
+def sequence_line(red: Rules, line: str, seq: Optional[Tuple[int, int]]) -> Tuple[str, Optional[Tuple[int, int]]]:
+    """One line of a YAML text read for :func:`mask_sequences`: the line as masked, and ``(indent, kind)`` of the
+    secret's list that the next line may continue (None outside one)."""
+    if seq is not None:
+        if not line.strip() or line.lstrip().startswith("#"):
+            return line, seq
+        item = _SEQ_ITEM_RE.fullmatch(line)
+        if item and len(item.group(1)) >= seq[0]:
+            value = item.group(2)
+            if value and not is_inert(value):
+                new, _ = red.judge(seq[1], value)
+                if new != value:
+                    return line[:item.start(2)] + new + line[item.end(2):], seq
+            return line, seq
+    key = _SEQ_KEY_RE.fullmatch(line) if ":" in line else None
+    if key:
+        kind = sequence_kind(key.group(2))
+        if kind in (KIND_SECRET, KIND_WEAK):
+            return line, (len(key.group(1)), kind)
+    return line, None
+
 
 def _block(red: Rules, s: str, nstart: int, start: int) -> Optional[Tuple[int, int, str]]:
     """The lines of a secret's YAML block scalar (``password: |``) below its key: each masked."""

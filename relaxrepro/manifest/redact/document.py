@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 from ..model import CONFIG_FILE_MAPS
-from .placeholders import MASK, REDACTED
+from .placeholders import MASK, REDACTED, RULES
 from .redactor import Redactor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Optional
+    from typing import Any, Dict, Optional, Tuple
 
 
 def own_policy(doc: Any) -> Optional[Redactor]:
@@ -45,9 +45,40 @@ def _argv_for_relax(doc: Dict[str, Any]) -> None:
         command["argv"] = [a.replace(MASK, REDACTED) if isinstance(a, str) else a for a in argv]
 
 
+def _hold_counts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[Tuple[str, ...], Dict[str, int]]]:
+    """``doc`` without the rule counts of ``collection.redactions`` (and the API's, ``collection.api.redactions``),
+    and those counts: numbers under ``private-key`` or ``url-credentials`` count rules, they hold no secret.
+    ``doc`` itself is left as it is."""
+    held: Dict[Tuple[str, ...], Dict[str, int]] = {}
+    collection = doc.get("collection")
+    if not isinstance(collection, dict):
+        return doc, held
+    doc, collection = dict(doc), dict(collection)
+    doc["collection"] = collection
+    api = collection.get("api")
+    if isinstance(api, dict):
+        api = collection["api"] = dict(api)
+    for where, node in (((), collection), (("api",), api)):
+        counts = node.get("redactions") if isinstance(node, dict) else None
+        if isinstance(counts, dict):
+            held[where] = {k: v for k, v in counts.items() if k in RULES and type(v) is int}
+            node["redactions"] = {k: v for k, v in counts.items() if k not in held[where]}
+    return doc, held
+
+
+def _restore_counts(doc: Dict[str, Any], held: Dict[Tuple[str, ...], Dict[str, int]]) -> None:
+    for where, counts in held.items():
+        node: Any = doc.get("collection")
+        for step in where:
+            node = node.get(step) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get("redactions"), dict):
+            node["redactions"].update(counts)
+
+
 def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
     before = dict(redactor.counts)
+    doc, counts_held = _hold_counts(doc) if isinstance(doc, dict) else (doc, {})
     config = doc.get("config") if isinstance(doc, dict) else None
     # The maps keyed by a file's path: there a key is a path, never a name, so ``token.json``'s digest is not
     # masked as a token's value (its content is still scanned).
@@ -61,6 +92,7 @@ def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     out = redactor.scrub(out)
     if not isinstance(out, dict):
         out = {}
+    _restore_counts(out, counts_held)
     _argv_for_relax(out)
     fired = {k: v - before.get(k, 0) for k, v in redactor.counts.items() if v - before.get(k, 0)}
     collection = out.setdefault("collection", {})

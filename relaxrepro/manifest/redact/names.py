@@ -115,6 +115,19 @@ def _classify(name: str) -> int:
     return KIND_NONE
 
 
+def sequence_kind(name: str) -> int:
+    """The kind of each item of a list under ``name`` (a YAML ``tokens:`` with ``- X`` lines below it): the name's
+    own, or for a plural ``tokens`` (``hf_tokens``, not ``special_tokens``) a weak secret: only an item that looks
+    like a credential is one (``- 300B`` and ``- <pad>`` stay)."""
+    kind = name_kind(name)
+    if kind:
+        return kind
+    words = _words(name)
+    if words and words[-1] == "tokens" and not (len(words) >= 2 and words[-2] in _SPECIAL_TOKEN_WORDS):
+        return KIND_WEAK
+    return KIND_NONE
+
+
 _BENIGN_VALUES = frozenset(
     "true false yes no none null nil auto local required optional on off env file prompt bearer basic token "
     "digest default unset disabled enabled".split())

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from .assignments import BLOCK_KEY_RE, file_mode
+from ...std.lazy_re import LazyPattern
+from .assignments import BLOCK_KEY_RE, file_mode, mask_assignments, sequence_line
 from .names import KIND_SECRET, is_inert, name_kind
 from .placeholders import MASK, PRIVATE_KEY, REDACTED
 from .tools import mask_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import List, Tuple
+    from typing import List, Optional, Tuple
 
     from .protocol import Rules
+
+# A .env line whose value opens a quote it does not close: the value goes on below (``DB_PASSWORD="a`` ... ``b"``).
+_OPEN_QUOTE_RE = LazyPattern(r"(?:export[ \t]+)?[\w.-]+[ \t]*=[ \t]*([\"'])(?:(?!\1).)*")
+_RUN_MAX = 64
 
 
 def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
@@ -23,7 +28,9 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
     changed: List[int] = []
     in_key = False
     block = -1  # inside a secret's block scalar: the indentation of its key
-    run: List[int] = []  # the lines of a command continued with backslashes
+    run: List[int] = []  # the lines of a command continued with backslashes, or of a quoted value (``quote``)
+    quote = ""
+    seq = None  # inside a secret's YAML list: the indentation of its key and the kind of its items
     mode = None
     for i, line in enumerate(text.splitlines(True), 1):
         body = line.rstrip("\r\n")
@@ -41,10 +48,13 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
         else:
             block = -1
             if body.startswith("diff --git "):
-                mode, in_key = file_mode(body), False
+                mode, in_key, seq = file_mode(body), False, None
             if "PRIVATE KEY" in body and "-----BEGIN" in body and "-----END" not in body.split("-----BEGIN", 1)[1]:
                 in_key = True
             new = red.text(body) if mode is None else _text_in(red, body, mode)
+            lead = body[:1] if body[:1] in ("+", "-", " ") else ""
+            inner, seq = sequence_line(red, new[len(lead):], seq)
+            new = lead + inner
             if ("|" in body or ">" in body) and ":" in body:
                 k = BLOCK_KEY_RE.fullmatch(body, 1)
                 if k and name_kind(k.group(2)) == KIND_SECRET:
@@ -52,13 +62,22 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
         if new != body:
             changed.append(i)
         out.append(new + line[len(body):])
-        if run or body[-1:] == "\\":
+        if quote:
             run.append(i - 1)
-            if body[-1:] != "\\":
-                _continued(red, out, run, changed)
+            if quote in body[1:] or len(run) > _RUN_MAX:
+                _continued(red, out, run, changed, mode)
+                run, quote = [], ""
+        elif run or body[-1:] == "\\":
+            run.append(i - 1)
+            if body[-1:] != "\\" or len(run) > _RUN_MAX:
+                _continued(red, out, run, changed, mode)
                 run = []
+        elif mode == "env" and ('"' in body or "'" in body):
+            opened = _OPEN_QUOTE_RE.fullmatch(body, 1 if body[:1] in ("+", "-", " ") else 0)
+            if opened:
+                run, quote = [i - 1], opened.group(1)
     if len(run) > 1:
-        _continued(red, out, run, changed)
+        _continued(red, out, run, changed, mode)
     return "".join(out), sorted(set(changed))
 
 
@@ -71,13 +90,14 @@ def _text_in(red: Rules, line: str, mode: str) -> str:
         return REDACTED
 
 
-def _continued(red: Rules, out: List[str], run: List[int], changed: List[int]) -> None:
-    """Read the lines ``run`` of a patch, a command continued with backslashes, as one (``curl \\ -u u:PW``)."""
+def _continued(red: Rules, out: List[str], run: List[int], changed: List[int], mode: Optional[str]) -> None:
+    """Read the lines ``run`` of a patch as one: a command continued with backslashes (``curl \\ -u u:PW``,
+    ``export HF_TOKEN=\\`` then the token) or a ``.env`` value whose quote closes lines below."""
     bodies = [out[k].rstrip("\r\n") for k in run]
     leads = [b[:1] if b[:1] in ("+", "-", " ") else "" for b in bodies]
     joined = "\n".join(b[len(lead):] for b, lead in zip(bodies, leads))
     try:
-        new = mask_commands(red, joined)
+        new = mask_assignments(red, mask_commands(red, joined), mode)
     except Exception:
         red.count("error")
         new = "\n".join(REDACTED for _ in run)

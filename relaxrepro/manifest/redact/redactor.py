@@ -20,7 +20,7 @@ from .addresses import (
     private_v4,
     url_host,
 )
-from .assignments import TRIGGER_LOW_RE, mask_assignments, mask_pgpass
+from .assignments import TRIGGER_LOW_RE, mask_assignments, mask_pgpass, mask_sequences
 from .names import (
     KIND_ADDRESS,
     KIND_NONE,
@@ -79,6 +79,7 @@ class Redactor:
         self._clean: set = set()
         self._fired = 0
         self._secrets: set = set()  # the values masked by their name: hidden wherever else they appear too
+        self._numbers: set = set()  # those of them that are all digits
         home_alts = [r"/lustre/home/[^/\s\"'<>:;,)\]}]+", r"/home/[^/\s\"'<>:;,)\]}]+",
                      r"/Users/[^/\s\"'<>:;,)\]}]+", r"/root"]
         if self.home and self.home.count("/") >= 1 and len(self.home) > 1:
@@ -104,12 +105,19 @@ class Redactor:
         if 6 <= len(v) <= 512 and not v.isdigit() and _PASSWORDISH_RE.search(v) and "://" not in v \
                 and not is_path(v) and not is_inert(v) and len(self._secrets) < 1000:
             self._secrets.add(v)
+        elif 6 <= len(v) <= 64 and v.isdigit() and len(self._numbers) < 1000:
+            # A PIN-like password ('sshpass -p 48151623'): its parsed copy is the number 48151623, and the text
+            # 'p48151623' a flag's name; digits next to it make another number, not a copy.
+            self._numbers.add(v)
 
     def scrub(self, obj: Any) -> Any:
         """``obj`` with every copy of a remembered secret masked, dict keys included."""
-        if not self._secrets:
+        if not self._secrets and not self._numbers:
             return obj
-        rx = re.compile("|".join(map(re.escape, sorted(self._secrets, key=len, reverse=True))))
+        alts = [re.escape(v) for v in sorted(self._secrets, key=len, reverse=True)]
+        alts += [r"(?<!\d)%s(?!\d)" % v for v in sorted(self._numbers, key=len, reverse=True)]
+        rx = re.compile("|".join(alts))
+        numbers = {int(v) for v in self._numbers}
 
         def walk(o: Any) -> Any:
             if isinstance(o, str):
@@ -117,6 +125,9 @@ class Redactor:
                 if n:
                     self.count("secret-name", n)
                 return new
+            if type(o) is int and o in numbers:
+                self.count("secret-name")
+                return MASK
             if isinstance(o, dict):
                 out: Dict[Any, Any] = {}
                 for k, v in o.items():
@@ -235,7 +246,7 @@ class Redactor:
             masked = mask_assignments(self, s, mode)
             if tools and masked != s:  # a value masked whole may take an open quote that hid an option
                 masked = mask_commands(self, masked)
-            s = masked
+            s = mask_sequences(self, masked) if "\n" in masked and "-" in masked else masked
         if s.count(".") >= 3:
             s = IPV4_RE.sub(self._ipv4_sub, s)
         if ":" in s and ("fc" in low or "fd" in low):
@@ -337,6 +348,19 @@ class Redactor:
             prev_kind = flag_kind(a)
         return out
 
+    def _number(self, obj: Any, key: Optional[str], secret: bool) -> Any:
+        """A number judged by its name as its text would be: ``--password 48151623`` on a command line and
+        ``"password": 48151623`` in its parsed copy are the same secret; ``"key": 42`` stays (a vague name
+        masks only what looks like a credential, and no number does)."""
+        if secret:
+            self.count("secret-name")
+            return MASK
+        kind = name_kind(key) if key else KIND_NONE
+        if kind not in (KIND_SECRET, KIND_WEAK):
+            return obj
+        new, done = self._judge_safe(kind, str(obj))
+        return new if done else obj
+
     def _judge_safe(self, kind: int, value: str) -> Tuple[str, bool]:
         try:
             return self.judge(kind, value)
@@ -365,8 +389,10 @@ class Redactor:
                 self.remember(obj)
                 return name_mask(obj)
             return self.text(obj, key)
-        if obj is None or isinstance(obj, (bool, int, float)):
+        if obj is None or isinstance(obj, bool):
             return obj
+        if isinstance(obj, (int, float)):
+            return self._number(obj, key, secret)
         if id(obj) in seen:
             return "<recursive>"
         try:
