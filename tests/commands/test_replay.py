@@ -252,7 +252,7 @@ def test_confirm_leaves_the_original_byte_identical_and_in_place_is_needed_to_wr
     assert res.returncode == 0, res.stderr
     original = manifests(project / "runs/c")[0]
     before = _digests(project / "runs/c")
-    res = _rerun(original, project)
+    res = _rerun(load(original)["run_id"], project)  # named by its run id, found under the cwd
     assert res.returncode == 1, res.stdout + res.stderr  # diverged: the weights hold each run's pid
     assert _digests(project / "runs/c") == before  # the manifest, weights.txt and log.txt alike
     assert "relaxrepro rerun: argv[3]: runs/c -> runs/c.replay-1 (the original's files stay as they are)" in res.stderr
@@ -303,7 +303,7 @@ def test_full_replay_of_a_run_recorded_with_outputs_metrics_and_group_compares_t
                   "--seeded", "--out", "runs/a", cwd=project)
     assert res.returncode == 0, res.stderr
     original = manifests(project / "runs/a")[0]
-    res = _rerun(original, project, "--full")
+    res = _rerun(load(original)["run_id"], project, "--full")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "reproduced (bit-exact)" in res.stdout
     assert "outputs:" in res.stdout and "metrics:" in res.stdout and "trace:" in res.stdout
@@ -357,7 +357,7 @@ def test_a_workspace_replays_the_recorded_tree_wherever_the_checkout_is_and_leav
     git(project, "commit", "-qam", "faster decay")
     (project / "scratch.py").write_text("print('mine')\n")
     head_before, status_before = git(project, "rev-parse", "HEAD"), git(project, "status", "--porcelain")
-    res = _rerun(original, project, "--quick", "5", "--workspace")
+    res = _rerun(load(original)["run_id"], project, "--quick", "5", "--workspace")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "reproduced (bit-exact, first 5 trace steps)" in res.stdout
     workspace = project / "runs/a.replay-1.workspace"
