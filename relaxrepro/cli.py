@@ -297,6 +297,18 @@ def _add_check(sub: "argparse._SubParsersAction") -> None:
     _add_runs(chk)
 
 
+def _add_show(sub: "argparse._SubParsersAction") -> None:
+    shw = sub.add_parser("show", help="one manifest for a person: identity, command, code, environment, hardware, "
+                         "topology, seeds, results",
+                         description="Print a readable summary of RUN's manifest; --section NAME prints one section "
+                         "(or a dotted path into it, e.g. code.relax) as path and value lines; --json the JSON.")
+    shw.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
+    shw.add_argument("--section", metavar="NAME", help="only this section, or a dotted path into one (hardware, "
+                     "code.NAME, results.metrics, ...)")
+    shw.add_argument("--json", action="store_true", help="the recorded JSON (of --section when given)")
+    _add_runs(shw)
+
+
 def _add_diff(sub: "argparse._SubParsersAction") -> None:
     dif = sub.add_parser("diff", help="what differs between two manifests, most important first",
                          description="Exit 0 identical, 1 different, 2 unreadable input (like diff(1)).")
@@ -404,7 +416,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
     ("compare", _add_compare), ("index", _add_index), ("report", _add_report), ("attach", _add_attach),
-    ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("check", _add_check), ("diff", _add_diff),
+    ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("show", _add_show), ("check", _add_check),
+    ("diff", _add_diff),
     ("verify", _add_verify), ("rerun", _add_rerun), ("restore", _add_restore),
 )
 
