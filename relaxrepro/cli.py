@@ -147,6 +147,15 @@ def _add_ls(sub: "argparse._SubParsersAction") -> None:
                     "hash and packages as RUN")
     ls.add_argument("--since", metavar="DATE", help="runs generated at or after DATE (YYYY-MM-DD[THH:MM], UTC)")
     ls.add_argument("--until", metavar="DATE", help="runs generated up to DATE (a day: to its end)")
+    ls.add_argument("--sort", metavar="KEY", help="order by this column (run, time, code, algo, gpus, group, parent, "
+                    "outcome, trackers, path) or metric.NAME; --sort=-KEY descending; runs without a value last "
+                    "(default: time)")
+    ls.add_argument("--limit", type=_count, metavar="N", help="only the first N runs (after --sort)")
+    ls.add_argument("--columns", metavar="LIST", help="these columns, comma-separated, in this order (the names of "
+                    "--sort; metric.NAME too), e.g. run,time,metric.auc,path")
+    ls.add_argument("--wide", action="store_true", help="never fit the terminal's width (by default, on a terminal or "
+                    "with $COLUMNS, empty columns go, long paths are shortened in the middle, then the least needed "
+                    "columns go)")
     _add_no_index(ls)
 
 
@@ -384,6 +393,16 @@ def _steps(text: str) -> int:
         raise argparse.ArgumentTypeError("expected a whole number of steps, got %r" % text) from None
     if n < 1:
         raise argparse.ArgumentTypeError("expected at least 1 step, got %d" % n)
+    return n
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number, got %r" % text) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("expected at least 1, got %d" % n)
     return n
 
 
