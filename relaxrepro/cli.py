@@ -107,6 +107,8 @@ def _add_generate(sub: "argparse._SubParsersAction") -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_generate_options(gen)
+    gen.add_argument("--json", action="store_true", help="say what was written as JSON on stdout (path, run id, "
+                     "each probe's status) instead of the path")
     gen.add_argument("--node-report", action="store_true",
                      help="write this node's fragment node_<name>.json instead (every rank writes; run id from "
                      "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID)")
@@ -181,6 +183,7 @@ def _add_index(sub: "argparse._SubParsersAction") -> None:
                          "per-user cache ($RELAXREPRO_CACHE_DIR, else $XDG_CACHE_HOME/relaxrepro, else "
                          "~/.cache/relaxrepro). A progress line shows on a terminal.")
     idx.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
+    idx.add_argument("--json", action="store_true", help="one JSON array of {dir, manifests, unreadable, not_stored}")
 
 
 def _add_lineage(sub: "argparse._SubParsersAction") -> None:
@@ -217,6 +220,8 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
     rep.add_argument("--against", metavar="MANIFEST", help="one run: add check's verdicts against this manifest")
     rep.add_argument("--here", action="store_true", help="one run: add check's verdicts against this machine")
     rep.add_argument("--group", metavar="NAME", help="directories: only this group's runs (a sweep page)")
+    rep.add_argument("--json", action="store_true", help="say what was written as JSON (path, kind: run, diff, runs "
+                     "or group, the run ids, bytes) instead of the path")
     rep.add_argument("--chart", metavar="COLUMN", help="the sweep column to chart (metric.NAME, arg.NAME, ...; "
                      "default: the first metric, else the first numeric column)")
     _add_runs(rep)
@@ -234,6 +239,8 @@ def _add_attach(sub: "argparse._SubParsersAction") -> None:
     to.add_argument("--mlflow", metavar="RUN_ID", help="an MLflow run")
     to.add_argument("--tensorboard", metavar="LOGDIR", help="a TensorBoard log directory")
     att.add_argument("--tracking-uri", metavar="URI", help="with --mlflow: the tracking server (default: MLflow's own)")
+    att.add_argument("--json", action="store_true", help="say what was attached as JSON (manifest, tool, the "
+                     "lineage.trackers entry recorded) instead of a sentence")
     _add_runs(att)
 
 
@@ -255,6 +262,8 @@ def _add_merge(sub: "argparse._SubParsersAction") -> None:
     mrg.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
     mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
+    mrg.add_argument("--json", action="store_true", help="say what was written as JSON (path, run id, fragments, "
+                     "nodes, heterogeneity lines) instead of the path")
     _add_runs(mrg)
 
 
@@ -381,6 +390,9 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                      help="with --workspace: clone recorded repo NAME from PATH (repeatable)")
     rer.add_argument("--redact-pattern", action="append", default=[], metavar="REGEX",
                      help="the run's own --redact-pattern values, which its manifest does not keep (repeatable)")
+    rer.add_argument("--json", action="store_true", help="--dry-run: the script in a JSON object; --confirm: the "
+                     "outcome (replay directory, manifest, status, exit code, verify's verdict) as one JSON object "
+                     "after the command's own output")
     rer.add_argument("--rtol", type=_tolerance, default=0.0, metavar="R", help="relative tolerance (default 0: exact)")
     rer.add_argument("--atol", type=_tolerance, default=0.0, metavar="A", help="absolute tolerance (default 0: exact)")
     _add_runs(rer)
@@ -428,6 +440,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
     res.add_argument("--allow-incomplete", action="store_true",
                      help="restore a repo whose patch was not recorded in full (git diff timed out or was too "
                      "big): its commit plus what was recorded, without the missing changes")
+    res.add_argument("--json", action="store_true", help="say what was restored as JSON (into, run id, repos with "
+                     "path and commit, notes) instead of the paths")
     _add_runs(res)
 
 
