@@ -107,6 +107,8 @@ def _add_generate(sub: "argparse._SubParsersAction") -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_generate_options(gen)
+    gen.add_argument("--json", action="store_true", help="say what was written as JSON on stdout (path, run id, "
+                     "each probe's status) instead of the path")
     gen.add_argument("--node-report", action="store_true",
                      help="write this node's fragment node_<name>.json instead (every rank writes; run id from "
                      "--run-id, $RELAXREPRO_RUN_ID or $SLURM_JOB_ID)")
@@ -147,6 +149,15 @@ def _add_ls(sub: "argparse._SubParsersAction") -> None:
                     "hash and packages as RUN")
     ls.add_argument("--since", metavar="DATE", help="runs generated at or after DATE (YYYY-MM-DD[THH:MM], UTC)")
     ls.add_argument("--until", metavar="DATE", help="runs generated up to DATE (a day: to its end)")
+    ls.add_argument("--sort", metavar="KEY", help="order by this column (run, time, code, algo, gpus, group, parent, "
+                    "outcome, trackers, path) or metric.NAME; --sort=-KEY descending; runs without a value last "
+                    "(default: time)")
+    ls.add_argument("--limit", type=_count, metavar="N", help="only the first N runs (after --sort)")
+    ls.add_argument("--columns", metavar="LIST", help="these columns, comma-separated, in this order (the names of "
+                    "--sort; metric.NAME too), e.g. run,time,metric.auc,path")
+    ls.add_argument("--wide", action="store_true", help="never fit the terminal's width (by default, on a terminal or "
+                    "with $COLUMNS, empty columns go, long paths are shortened in the middle, then the least needed "
+                    "columns go)")
     _add_no_index(ls)
 
 
@@ -172,6 +183,7 @@ def _add_index(sub: "argparse._SubParsersAction") -> None:
                          "per-user cache ($RELAXREPRO_CACHE_DIR, else $XDG_CACHE_HOME/relaxrepro, else "
                          "~/.cache/relaxrepro). A progress line shows on a terminal.")
     idx.add_argument("dirs", nargs="*", metavar="DIR", help="directories holding the runs (default .)")
+    idx.add_argument("--json", action="store_true", help="one JSON array of {dir, manifests, unreadable, not_stored}")
 
 
 def _add_lineage(sub: "argparse._SubParsersAction") -> None:
@@ -208,6 +220,8 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
     rep.add_argument("--against", metavar="MANIFEST", help="one run: add check's verdicts against this manifest")
     rep.add_argument("--here", action="store_true", help="one run: add check's verdicts against this machine")
     rep.add_argument("--group", metavar="NAME", help="directories: only this group's runs (a sweep page)")
+    rep.add_argument("--json", action="store_true", help="say what was written as JSON (path, kind: run, diff, runs "
+                     "or group, the run ids, bytes) instead of the path")
     rep.add_argument("--chart", metavar="COLUMN", help="the sweep column to chart (metric.NAME, arg.NAME, ...; "
                      "default: the first metric, else the first numeric column)")
     _add_runs(rep)
@@ -225,6 +239,8 @@ def _add_attach(sub: "argparse._SubParsersAction") -> None:
     to.add_argument("--mlflow", metavar="RUN_ID", help="an MLflow run")
     to.add_argument("--tensorboard", metavar="LOGDIR", help="a TensorBoard log directory")
     att.add_argument("--tracking-uri", metavar="URI", help="with --mlflow: the tracking server (default: MLflow's own)")
+    att.add_argument("--json", action="store_true", help="say what was attached as JSON (manifest, tool, the "
+                     "lineage.trackers entry recorded) instead of a sentence")
     _add_runs(att)
 
 
@@ -246,6 +262,8 @@ def _add_merge(sub: "argparse._SubParsersAction") -> None:
     mrg.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     mrg.add_argument("fragments", metavar="FRAGMENT", nargs="+", help="node fragment file or directory")
     mrg.add_argument("--output", "-o", metavar="OUT", help="write exactly this file (never overwritten)")
+    mrg.add_argument("--json", action="store_true", help="say what was written as JSON (path, run id, fragments, "
+                     "nodes, heterogeneity lines) instead of the path")
     _add_runs(mrg)
 
 
@@ -295,6 +313,18 @@ def _add_check(sub: "argparse._SubParsersAction") -> None:
     chk.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="where recorded repo NAME is on this machine (repeatable)")
     _add_runs(chk)
+
+
+def _add_show(sub: "argparse._SubParsersAction") -> None:
+    shw = sub.add_parser("show", help="one manifest for a person: identity, command, code, environment, hardware, "
+                         "topology, seeds, results",
+                         description="Print a readable summary of RUN's manifest; --section NAME prints one section "
+                         "(or a dotted path into it, e.g. code.relax) as path and value lines; --json the JSON.")
+    shw.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
+    shw.add_argument("--section", metavar="NAME", help="only this section, or a dotted path into one (hardware, "
+                     "code.NAME, results.metrics, ...)")
+    shw.add_argument("--json", action="store_true", help="the recorded JSON (of --section when given)")
+    _add_runs(shw)
 
 
 def _add_diff(sub: "argparse._SubParsersAction") -> None:
@@ -360,6 +390,9 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                      help="with --workspace: clone recorded repo NAME from PATH (repeatable)")
     rer.add_argument("--redact-pattern", action="append", default=[], metavar="REGEX",
                      help="the run's own --redact-pattern values, which its manifest does not keep (repeatable)")
+    rer.add_argument("--json", action="store_true", help="--dry-run: the script in a JSON object; --confirm: the "
+                     "outcome (replay directory, manifest, status, exit code, verify's verdict) as one JSON object "
+                     "after the command's own output")
     rer.add_argument("--rtol", type=_tolerance, default=0.0, metavar="R", help="relative tolerance (default 0: exact)")
     rer.add_argument("--atol", type=_tolerance, default=0.0, metavar="A", help="absolute tolerance (default 0: exact)")
     _add_runs(rer)
@@ -372,6 +405,16 @@ def _steps(text: str) -> int:
         raise argparse.ArgumentTypeError("expected a whole number of steps, got %r" % text) from None
     if n < 1:
         raise argparse.ArgumentTypeError("expected at least 1 step, got %d" % n)
+    return n
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a whole number, got %r" % text) from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("expected at least 1, got %d" % n)
     return n
 
 
@@ -397,6 +440,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
     res.add_argument("--allow-incomplete", action="store_true",
                      help="restore a repo whose patch was not recorded in full (git diff timed out or was too "
                      "big): its commit plus what was recorded, without the missing changes")
+    res.add_argument("--json", action="store_true", help="say what was restored as JSON (into, run id, repos with "
+                     "path and commit, notes) instead of the paths")
     _add_runs(res)
 
 
@@ -404,7 +449,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
     ("compare", _add_compare), ("index", _add_index), ("report", _add_report), ("attach", _add_attach),
-    ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("check", _add_check), ("diff", _add_diff),
+    ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("show", _add_show), ("check", _add_check),
+    ("diff", _add_diff),
     ("verify", _add_verify), ("rerun", _add_rerun), ("restore", _add_restore),
 )
 

@@ -80,3 +80,10 @@ def progress_line() -> Any:
             sys.stderr.write("\rrelaxrepro: indexing %d/%d manifests%s" % (done, total, "\n" if done == total else ""))
             sys.stderr.flush()
     return show
+
+
+def print_json(value: Any) -> None:
+    """A command's ``--json`` answer on stdout: one document, sorted keys, ASCII (safe on any terminal)."""
+    import json  # ~1 ms, only for --json (cli imports this module first)
+
+    sys.stdout.write(json.dumps(value, sort_keys=True, indent=1, ensure_ascii=True, default=str) + "\n")

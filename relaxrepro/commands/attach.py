@@ -17,7 +17,7 @@ from ..manifest import reader, writer
 from ..manifest.model import READ_LIMIT_BYTES
 from ..manifest.redact import redact_document
 from ..record import trackers
-from ._common import Exit, say
+from ._common import Exit, print_json, say
 from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
@@ -78,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         say("relaxrepro attach: error: %s; %s left as it was", "; ".join(warnings), path)
         return Exit.FAIL
     entry = attachment.entry
+    if args.json:
+        print_json({"manifest": path, "tool": tool, "tracker": entry})
+        return Exit.OK
     say("relaxrepro attach: %s attached to %s %s", os.path.basename(path), _WHAT[tool],
         entry.get("run") or entry.get("run_id") or entry.get("log_dir"), out=sys.stdout)
     return Exit.OK

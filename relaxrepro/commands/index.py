@@ -7,7 +7,7 @@ import os
 
 from ..manifest import runindex
 from ..std.cache import cache_dir
-from ._common import Exit, dirs_or_cwd, progress_line, report_missing, say
+from ._common import Exit, dirs_or_cwd, print_json, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
         say("relaxrepro index: error: no cache directory (RELAXREPRO_NO_CACHE is set, or no HOME)")
         return Exit.FAIL
     failed = False
+    answer = []
     for d in dirs:
         if not os.path.isdir(d):
             continue
@@ -30,9 +31,12 @@ def run(args: argparse.Namespace) -> int:
                 say("relaxrepro index: warning: %s", w)
         bad = sum(1 for r in found.rows if r.error is not None)
         counted = "%d manifests%s" % (len(found.rows), ", %d unreadable" % bad if bad else "")
+        answer.append({"dir": d, "manifests": len(found.rows), "unreadable": bad, "not_stored": list(found.unstored)})
         if found.unstored:
             say("relaxrepro index: error: %s: %s, not stored: %s", d, counted, "; ".join(found.unstored))
             failed = True
-        else:
+        elif not args.json:
             say("relaxrepro index: %s: %s", d, counted)
+    if args.json:
+        print_json(answer)
     return Exit.FAIL if missing or failed else Exit.OK

@@ -12,15 +12,16 @@ from .._version import __version__
 from ..manifest import query, runindex
 from ..manifest.scan import Entry
 from ..manifest.summary import algorithm, gpus, lineage_of, ls_cells, parent_id, repos, trackers
+from ..std.records import Record
 from ..std.sha import sha256_hex
 from ..std.table import RelPaths, format_columns
-from ..std.text import safe_format
+from ..std.text import safe_format, safe_text
 from ._common import Exit, UsageError, dirs_or_cwd, progress_line, report_missing, say
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Dict, List, Sequence, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,28 +32,31 @@ def run(args: argparse.Namespace) -> int:
         until = query.parse_date(args.until, "--until", end=True) if args.until else None
     except query.QueryError as exc:
         raise UsageError("relaxrepro ls: error: %s" % exc) from None
+    layout = Layout.of(args)
     filtered = bool(clauses or args.same_as or since or until)
     missing = report_missing(dirs, "ls")
     # A scan reads the facts for any query (a row's package set comes with them); the index keeps the
     # package set apart, so a package query loads no facts.
-    want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as else [])
+    want = ["doc" if args.json else "cells"] + (["facts"] if clauses or args.same_as or layout.metrics(args.json)
+                                                 else [])
     present = [d for d in dirs if os.path.exists(d)]
     src = runindex.open_roots(present, use_index=not args.no_index, want=want, progress=progress_line())
     opened = want
-    if not args.same_as and all(c.package is not None for c in clauses):
+    if not args.same_as and all(c.package is not None for c in clauses) and not layout.metrics(args.json):
         want = want[:1]
     try:
         for w in src.warnings:
             say("relaxrepro ls: warning: %s", w)
         # An unchanged tree gives the same answer: kept under the tree's digest, the options and cwd.
-        key = _answer_key(args, present) if src.tree() is not None else None
+        key = _answer_key(args, present, layout) if src.tree() is not None else None
         kept = src.recall(key) if key else None
         if kept is not None:
             bad_count, total, shown = json.loads(kept[0])
             text = kept[1].decode("utf-8", "surrogateescape")
         else:
             try:
-                text, bad_count, total, shown = _answer(src, args, want, clauses, since, until, dirs, filtered)
+                text, bad_count, total, shown = _answer(src, args, want, clauses, since, until, dirs, filtered,
+                                                        layout)
             except _Shape:
                 # The index is never trusted over the files: a row without the cells it was asked for (a race
                 # or a damaged database) costs a listing from the files, never a garbled table.
@@ -60,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
                 src.close()
                 src = runindex.open_roots(present, use_index=False, want=opened)
                 key = None
-                text, bad_count, total, shown = _answer(src, args, opened, clauses, since, until, dirs, filtered)
+                text, bad_count, total, shown = _answer(src, args, opened, clauses, since, until, dirs, filtered,
+                                                        layout)
             if key:
                 src.keep(key, json.dumps([bad_count, total, shown]), text.encode("utf-8", "surrogateescape"))
     finally:
@@ -83,26 +88,29 @@ class _Shape(Exception):
     """A row of the listing lacks the cells of its line."""
 
 
-def _answer_key(args: argparse.Namespace, roots: List[str]) -> str:
+def _answer_key(args: argparse.Namespace, roots: List[str], layout: Layout) -> str:
     what = [runindex.VERSION, __version__, sys.version, os.getcwd(), roots, bool(args.json), list(args.where),
-            args.same_as, args.since, args.until]
+            args.same_as, args.since, args.until, layout.sort, layout.descending, layout.limit, layout.columns,
+            layout.width]
     return sha256_hex(json.dumps(what).encode("utf-8", "surrogateescape"))
 
 
 def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[Any], since: Any, until: Any,
-            dirs: List[str], filtered: bool) -> Tuple[str, int, int, int]:
+            dirs: List[str], filtered: bool, layout: Layout) -> Tuple[str, int, int, int]:
     """(stdout, unreadable files among those shown, manifests in all, rows shown)."""
-    if not filtered and not args.json:
+    if not filtered and not args.json and layout.plain():
         table = src.table(RelPaths("."))
         if table is not None:
             good, bad = table
+            if layout.limit is not None:
+                good = good[:layout.limit]
             text = ""
             if good or bad:
                 cells = "\t".join([g[3] for g in good]).split("\t") if good else []
                 if len(cells) != CELLS * len(good):
                     raise _Shape()
                 columns = [cells[i::CELLS] for i in range(CELLS)]
-                text = render_columns(columns, [g[2] for g in good], bad)
+                text = render_columns(columns, [g[2] for g in good], bad, width=layout.width)
             return text, len(bad), len(good) + len(bad), len(good) + len(bad)
     if not filtered:
         rows = src.find(want=want)
@@ -121,19 +129,20 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
         if rows is None:
             rows = src.find(want=want)
         rows = _select(rows, sets, clauses, since, until, args.same_as, dirs)
+    good = layout.order([r for r in rows if r.error is None], args.json)
+    bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
     text = ""
     if args.json:
-        out = [summary(r.entry()) for r in rows]
-        out.sort(key=lambda r: ("error" in r, str(r.get("generated_at") or ""), str(r.get("run_id") or r["path"])))
+        out = [dict(summary(r.entry()), metrics=json_metrics(r.facts.get("metric"))) for r in good]
+        out += [{"path": p, "error": why} for p, why in bad]
         text = json.dumps(out, indent=1, sort_keys=True) + "\n"
     elif rows:
-        good = sorted((r for r in rows if r.error is None), key=lambda r: (r.generated_at, r.run_id or ""))
-        bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
         cells = [r.cells.split("\t") for r in good]
         if any(len(c) != CELLS for c in cells):
             raise _Shape()
-        text = render_rows(cells, [r.path for r in good], bad)
-    return text, sum(1 for r in rows if r.error is not None), total, len(rows)
+        text = render_rows(cells, [r.path for r in good], bad, layout=layout,
+                           metrics=[r.facts.get("metric") or {} for r in good])
+    return text, len(bad), total, len(good) + len(bad)
 
 
 def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, until: Any, same_as: Any,
@@ -170,6 +179,155 @@ def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, unti
             ok = False
         if ok and all(c.test(r.facts, pkgs) for c in clauses if c.package is None):
             out.append(r)
+    return out
+
+
+# -- the table's shape: order, limit, columns, width -----------------------------------------------
+
+NAMES = ("run", "time", "code", "algo", "gpus", "group", "parent", "outcome", "trackers", "path")
+"""The columns ``--columns`` and ``--sort`` name (the first nine are the stored cells), besides ``metric.NAME``."""
+
+HEADS = ("RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME", "TRACKERS", "PATH")
+
+DROPPED_FIRST = ("parent", "trackers", "algo", "gpus", "code", "group")
+"""The columns a table too wide for the terminal loses first, in this order (after the ones empty in every row)."""
+
+MIN_PATH = 24
+"""A path is shortened in the middle down to this many characters, not below: the file name must stay readable."""
+
+
+class Layout(Record):
+    """How the table is shaped: ``--sort`` (a column or ``metric.NAME``; descending with a leading ``-``),
+    ``--limit``, ``--columns`` (None: the default ones) and the width to fit (None: ``--wide``, or not a
+    terminal and no ``$COLUMNS``)."""
+
+    sort: Optional[str] = None
+    descending: bool = False
+    limit: Optional[int] = None
+    columns: Optional[List[str]] = None
+    width: Optional[int] = None
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Layout:
+        sort, descending = args.sort, False
+        if sort is not None:
+            descending = sort.startswith("-")
+            sort = sort.lstrip("-+")
+            if not _known(sort):
+                raise UsageError("relaxrepro ls: error: --sort %s: not a column (%s, or metric.NAME)"
+                                 % (safe_text(args.sort), ", ".join(NAMES)))
+        columns = None
+        if args.columns is not None:
+            columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+            unknown = [c for c in columns if not _known(c)]
+            if unknown or not columns:
+                raise UsageError("relaxrepro ls: error: --columns %s: %s (choose from %s, metric.NAME)"
+                                 % (safe_text(args.columns), "no such column: " + safe_text(unknown[0]) if unknown
+                                    else "no column", ", ".join(NAMES)))
+        width = None if args.wide or args.json else _terminal_width()
+        return cls(sort, descending, args.limit, columns, width)
+
+    def plain(self) -> bool:
+        """The stored order and columns: the listing needs no row objects."""
+        return self.sort in (None, "time") and not self.descending and self.columns is None
+
+    def metrics(self, as_json: bool) -> bool:
+        """Whether the rows need their metrics (the facts)."""
+        named = [self.sort or ""] + list(self.columns or ())
+        return as_json or any(n.startswith("metric.") for n in named)
+
+    def order(self, rows: List[Any], as_json: bool = False) -> List[Any]:
+        """The readable rows in the listing's order, cut at ``limit``: by time and run id, the walk's order
+        breaking ties (``as_json``: the path, for a run without an id). Without a value for the key (a ``-``
+        cell, a metric the run lacks) a run comes last, either way."""
+        rows = sorted(rows, key=lambda r: (r.generated_at, r.run_id or (r.path if as_json else "")))
+        if self.sort not in (None, "time") or self.descending:
+            keyed = [(_sort_value(r, self.sort or "time"), r) for r in rows]
+            have = [kr for kr in keyed if kr[0] is not None]
+            have.sort(key=lambda kr: kr[0], reverse=self.descending)
+            rows = [r for _, r in have] + [r for v, r in keyed if v is None]
+        return rows[:self.limit] if self.limit is not None else rows
+
+
+def _known(name: str) -> bool:
+    return name in NAMES or (name.startswith("metric.") and len(name) > len("metric."))
+
+
+def _sort_value(row: Any, key: str) -> Any:
+    if key == "time":
+        return (row.generated_at, row.run_id or "") if row.generated_at else None
+    if key == "path":
+        return row.path
+    if key.startswith("metric."):
+        value = (row.facts.get("metric") or {}).get(key[len("metric."):])
+        return value if isinstance(value, float) and value == value else None  # NaN: no order
+    cells = row.cells.split("\t") if row.cells else ls_cells(row.doc, row.run_id)
+    cell = cells[NAMES.index(key)]
+    return None if cell == "-" else cell
+
+
+def _terminal_width() -> Optional[int]:
+    """``$COLUMNS``, else the width of the terminal stdout is; None when it is not one."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns if sys.stdout.isatty() else None
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` in ``width`` characters: its head, ``...``, and its longer tail (a path's file name)."""
+    if len(text) <= width:
+        return text
+    head = (width - 3) // 3
+    return text[:head] + "..." + text[len(text) - (width - 3 - head):]
+
+
+def _line_width(heads: Sequence[str], cols: Sequence[Sequence[str]]) -> int:
+    widths = [max([len(h)] + [len(c) for c in col]) for h, col in zip(heads, cols)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def fit(names: List[str], heads: List[str], cols: List[Sequence[str]], width: int, auto: bool) -> None:
+    """Shape the table (in place) to ``width``: columns empty in every row out, then paths shortened in the
+    middle, then (``auto``: the default columns) the least needed columns out, one by one."""
+    if _line_width(heads, cols) <= width:
+        return
+    if auto:
+        for i in reversed(range(len(names))):
+            if names[i] not in ("run", "time", "path") and cols[i].count("-") == len(cols[i]):
+                del names[i], heads[i], cols[i]
+    paths = cols[names.index("path")] if "path" in names else None
+    drop = [n for n in DROPPED_FIRST if auto]
+    while True:
+        if paths is not None:
+            i = names.index("path")
+            cols[i] = paths
+            over = _line_width(heads, cols) - width
+            if over > 0:
+                longest = max(len(p) for p in paths)
+                cols[i] = [shorten_middle(p, max(MIN_PATH, longest - over)) for p in paths]
+        drop = [n for n in drop if n in names]
+        if _line_width(heads, cols) <= width or not drop:
+            return
+        i = names.index(drop.pop(0))
+        del names[i], heads[i], cols[i]
+
+
+def json_metrics(metrics: Any) -> Dict[str, Any]:
+    """A run's final metrics for JSON: numbers, and the non-finite ones as the manifest writes them."""
+    out: Dict[str, Any] = {}
+    for name, value in sorted((metrics or {}).items()):
+        if value != value:
+            value = "NaN"
+        elif value in (float("inf"), float("-inf")):
+            value = "Infinity" if value > 0 else "-Infinity"
+        out[name] = value
     return out
 
 
@@ -211,23 +369,50 @@ def render_ls(entries: Sequence[Entry], *, cwd: str = ".") -> str:
 
 
 def render_rows(cells: Sequence[List[str]], paths: Sequence[str], bad: Sequence[Tuple[str, Any]], *,
-                cwd: str = ".") -> str:
-    """The ``ls`` table from each row's cells (:func:`ls_cells`) and path, then a line per (path, why) of a bad file."""
+                cwd: str = ".", layout: Optional[Layout] = None, metrics: Sequence[Dict[str, Any]] = ()) -> str:
+    """The ``ls`` table from each row's cells (:func:`ls_cells`) and path, then a line per (path, why) of a bad file;
+    ``layout``: its columns (``metrics``: each row's, for ``metric.NAME`` columns) and width."""
     rel = RelPaths(cwd)
-    return render_columns(list(zip(*cells)), rel.many(paths), [(rel(p), why) for p, why in bad])
+    columns: List[Sequence[str]] = list(zip(*cells)) if cells else [()] * CELLS
+    shown = rel.many(paths)
+    bad = [(rel(p), why) for p, why in bad]
+    if layout is None or layout.columns is None:
+        return render_columns(columns, shown, bad, width=layout.width if layout else None)
+    by_name = dict(zip(NAMES, list(columns) + [shown]))
+    for name in layout.columns:
+        if name.startswith("metric."):
+            by_name[name] = [_metric_cell(m.get(name[len("metric."):])) for m in metrics]
+    names = list(layout.columns)
+    heads = [HEADS[NAMES.index(n)] if n in NAMES else n for n in names]
+    cols = [by_name[n] for n in names]
+    return _table(names, heads, cols, shown, bad, layout.width, auto=False)
 
 
-def render_columns(columns: List[Sequence[str]], shown: Sequence[str], bad: Sequence[Tuple[str, Any]]) -> str:
+def _metric_cell(value: Any) -> str:
+    if not isinstance(value, float):
+        return "-"
+    return "%.6g" % value
+
+
+def render_columns(columns: List[Sequence[str]], shown: Sequence[str], bad: Sequence[Tuple[str, Any]], *,
+                   width: Optional[int] = None) -> str:
     """:func:`render_rows` from the cells column by column (100,000 rows cost a few C loops, not 100,000
-    lists), with the paths as shown (:class:`RelPaths`)."""
+    lists), with the paths as shown (:class:`RelPaths`); ``width``: the terminal's, to fit (:func:`fit`)."""
+    names, heads, cols = list(NAMES), list(HEADS), list(columns) + [shown]
+    if shown and cols[8].count("-") == len(cols[8]):  # the column appears once a run was attached
+        del names[8], heads[8], cols[8]
+    return _table(names, heads, cols, shown, bad, width, auto=True)
+
+
+def _table(names: List[str], heads: List[str], cols: List[Sequence[str]], shown: Sequence[str],
+           bad: Sequence[Tuple[str, Any]], width: Optional[int], auto: bool) -> str:
     text = ""
     if shown:
-        tracked = columns[8].count("-") != len(columns[8])  # the column appears once a run was attached
-        if not tracked:
-            del columns[8]
-        columns.append(shown)
-        text = format_columns(["RUN", "TIME (UTC)", "CODE", "ALGO", "GPUS", "GROUP", "PARENT", "OUTCOME"]
-                              + ["TRACKERS"] * tracked + ["PATH"], columns, safe=len(columns) - 1)
+        if width is not None:
+            fit(names, heads, cols, width, auto)
+        # the stored cells and metrics are escaped already; the paths are not
+        safe = names.index("path") if "path" in names else len(cols)
+        text = format_columns(heads, cols, safe=safe)
     for path, why in bad:
         text += safe_format("unreadable  %s: %s\n", path, why)
     return text

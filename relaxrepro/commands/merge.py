@@ -7,9 +7,10 @@ import sys
 
 from ..collect.context import default_policy
 from ..manifest import nodes, writer
+from ..manifest.fields import section
 from ..manifest.model import valid_run_id
 from ..manifest.reader import ManifestError, load_manifest
-from ._common import Exit, say
+from ._common import Exit, print_json, say
 from ._runs import resolve_args
 
 TYPE_CHECKING = False
@@ -50,7 +51,13 @@ def run(args: argparse.Namespace) -> int:
         say("relaxrepro: warning: %s", w)
     if result.path is None:
         return Exit.FAIL
-    for line in nodes.summarize_heterogeneity(merged):
+    lines = nodes.summarize_heterogeneity(merged)
+    if args.json:
+        print_json({"path": result.path, "run_id": doc.run_id, "fragments": len(fragments),
+                    "nodes": len(section(merged, "runtime").get("nodes") or ()),
+                    "heterogeneity": list(lines)})
+        return Exit.OK
+    for line in lines:
         say("relaxrepro: %s", line)
     say("%s", result.path, out=sys.stdout)
     return Exit.OK

@@ -28,7 +28,7 @@ from ..record import guard, replay, workspace
 from ..record.restore import RestoreError
 from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
-from ._common import Exit, pairs, say, verify_exit
+from ._common import Exit, pairs, print_json, say, verify_exit
 from ._runs import read_with_notes, resolve_args
 
 TYPE_CHECKING = False
@@ -410,14 +410,19 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
     return argv, run_env, cwd
 
 
-def run_cli(path: str, *, values: Mapping[str, str], env: Optional[Mapping[str, str]] = None) -> int:
-    """``--dry-run``: print the script (0), 2 when refused."""
+def run_cli(path: str, *, values: Mapping[str, str], env: Optional[Mapping[str, str]] = None,
+            as_json: bool = False) -> int:
+    """``--dry-run``: print the script (``as_json``: in a JSON object) (0), 2 when refused."""
     env = dict(os.environ if env is None else env)
     rec = read_with_notes("rerun", path)
     if rec is None:
         return Exit.USAGE
     try:
-        sys.stdout.write(script(plan(rec, values, env), path, env))
+        text = script(plan(rec, values, env), path, env)
+        if as_json:
+            print_json({"manifest": path, "run_id": rec.get("run_id"), "script": text})
+        else:
+            sys.stdout.write(text)
     except Refusal as exc:
         sys.stderr.write("relaxrepro rerun: refused: %s\n" % safe_lines(str(exc)))  # its values are escaped
         return Exit.REFUSED
@@ -438,6 +443,8 @@ class Replay(Record):
     redact_patterns: List[str] = Factory(list)
     rtol: float = 0.0
     atol: float = 0.0
+    as_json: bool = False
+    """Say the outcome as one JSON object on stdout, after what the command itself printed there."""
 
 
 def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapping[str, str],
@@ -501,7 +508,8 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
         old = replay.comparable(rec, cwd, p.home, target, moved)
         verdict = verify.verify(old, replay.comparable(done.doc, run_cwd, p.home, target), rtol=how.rtol,
                                 atol=how.atol, steps=how.quick)
-        sys.stdout.write(verify.render(verdict))
+        if not how.as_json:
+            sys.stdout.write(verify.render(verdict))
     code = _exit(rec, done.status, verdict, how)
     for t in touched:
         say("relaxrepro rerun: %s: the replay changed the original run's %s", "note (--in-place)" if how.in_place
@@ -509,13 +517,19 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
     if touched and not how.in_place:
         say("relaxrepro rerun: the original run %s no longer matches its manifest", rec.get("run_id"))
         code = Exit.FAIL
+    kept = None
     if made:
         if code == Exit.OK and verdict is not None and not how.keep:
             workspace.remove(made)
             say("relaxrepro rerun: workspace %s removed (reproduced; --keep keeps it)", made)
         else:
+            kept = made
             say("relaxrepro rerun: workspace kept: %s", made)
     say("relaxrepro rerun: the replay is in %s (manifest %s)", target, done.path)
+    if how.as_json:
+        print_json({"original": path, "run_id": rec.get("run_id"), "replay_dir": target, "manifest": done.path,
+                    "status": done.status, "exit_code": int(code), "verdict": verdict, "changed": touched,
+                    "workspace": kept})
     return code
 
 
@@ -556,7 +570,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output_dir is not None or args.rtol or args.atol or args.in_place or args.workspace is not None:
             say("relaxrepro rerun: error: --output-dir, --in-place, --workspace, --rtol and --atol go with --confirm")
             return Exit.USAGE
-        return run_cli(args.manifest, values=values)
+        return run_cli(args.manifest, values=values, as_json=args.json)
     if args.in_place and args.output_dir is not None:
         say("relaxrepro rerun: error: --in-place writes into the original's directory: not with --output-dir")
         return Exit.USAGE
@@ -565,5 +579,5 @@ def run(args: argparse.Namespace) -> int:
         return Exit.USAGE
     how = Replay(quick=args.quick, full=args.full, output_dir=args.output_dir, in_place=args.in_place,
                  workspace=args.workspace, keep=args.keep, sources=pairs(args.sources, "--from"),
-                 redact_patterns=list(args.redact_pattern), rtol=args.rtol, atol=args.atol)
+                 redact_patterns=list(args.redact_pattern), rtol=args.rtol, atol=args.atol, as_json=args.json)
     return run_replay(args.manifest, how, values=values, repos=pairs(args.repo, "--repo"))

@@ -15,7 +15,7 @@ import sys
 from ..manifest.fields import section
 from ..record.restore import RestoreError, restore
 from ..std.text import safe_text
-from ._common import Exit, pairs, say
+from ._common import Exit, pairs, print_json, say
 from ._runs import read_with_notes, resolve_args
 
 TYPE_CHECKING = False
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[Mapping[str, str]] = None,
-            allow_incomplete: bool = False) -> int:
+            allow_incomplete: bool = False, as_json: bool = False) -> int:
     """The subcommand: 0 restored, 1 could not restore (nothing left behind), 2 unreadable manifest or
     refused (a write that would leave ``into``, an incomplete patch without ``--allow-incomplete``)."""
     env = dict(os.environ if env is None else env)
@@ -39,7 +39,15 @@ def run_cli(path: str, into: str, *, sources: Mapping[str, str], env: Optional[M
         return exc.code
     for n in notes:
         sys.stderr.write("relaxrepro restore: note: %s\n" % safe_text(n))
-    for name in sorted(section(doc, "code"), key=str):
+    names = sorted(section(doc, "code"), key=str)
+    if as_json:
+        code = section(doc, "code")
+        print_json({"into": into, "run_id": doc.get("run_id"), "notes": list(notes),
+                    "repos": [{"name": str(n), "path": os.path.join(into, str(n)),
+                               "commit": code[n].get("commit") if isinstance(code[n], dict) else None}
+                              for n in names]})
+        return Exit.OK
+    for name in names:
         say("%s", os.path.join(into, str(name)), out=sys.stdout)
     return Exit.OK
 
@@ -48,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
     if not resolve_args("restore", args, "manifest"):
         return Exit.USAGE
     return run_cli(args.manifest, args.into, sources=pairs(args.sources, "--from"),
-                   allow_incomplete=args.allow_incomplete)
+                   allow_incomplete=args.allow_incomplete, as_json=args.json)

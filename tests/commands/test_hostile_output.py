@@ -119,6 +119,22 @@ def test_check_and_diff_say_nothing_raw(tmp_path):
     assert run("diff", str(a), str(b), cwd=tmp_path).returncode == 1
 
 
+def test_show_summary_section_and_json_hold_nothing_raw(tmp_path):
+    runs = _runs(tmp_path)
+    a = next(runs.glob("manifest_ax*.json"))
+    res = run("show", str(a), cwd=tmp_path)
+    assert res.returncode == 0, res.err
+    lines = res.out.splitlines()
+    assert "  group            g%s" % SHOWN in lines and "  note             %s" % SHOWN in lines
+    assert not any(line.startswith("FAKE") for line in lines)
+    for section in ("code", "lineage", "environment.system"):
+        res = run("show", str(a), "--section", section, cwd=tmp_path)
+        assert res.returncode == 0 and all(line.startswith(section + ".") for line in res.out.splitlines())
+    assert json.loads(run("show", str(a), "--json").out)["lineage"]["note"] == EVIL
+    res = run("show", str(a), "--section", "nope" + EVIL)
+    assert res.returncode == 2 and res.err.count("\n") == 1
+
+
 def test_rerun_dry_run_script_holds_nothing_raw_and_parses(tmp_path):
     runs = _runs(tmp_path)
     a = next(runs.glob("manifest_ax*.json"))

@@ -327,3 +327,71 @@ def test_report_of_a_tree_with_a_link_to_the_root_stays_in_the_tree(tmp_path):
                                           "listed and was not followed: runs/root -> /")
     page = (tmp_path / "r.html").read_text()
     assert all(run in page for run in ("20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"))
+
+
+def _scored(tmp_path: Path) -> Path:
+    """Four runs deep below runs/, three with a final auc (one NaN), for --sort, --limit, --columns."""
+    runs = tmp_path / "runs"
+    for i, (auc, group) in enumerate([(0.8, "a"), (0.95, "b"), (None, "a"), ("NaN", None)]):
+        doc = make_doc("2026010%d_000000_%s" % (i + 1, "abcd"[i] * 7), generated_at="2026-01-0%dT10:00:00Z" % (i + 1),
+                       code={"relax": {"commit": "e" * 40, "dirty": True}},
+                       lineage={"group": group} if group else {},
+                       results={"metrics": {"auc": auc, "steps": 10 * i}} if auc is not None else {})
+        validate_manifest(doc)
+        put(runs / "a-rather-long-directory-name" / "of-the-sweep" / str(i) / "checkpoints-and-logs", doc)
+    return runs
+
+
+def test_ls_fits_the_terminal_width_and_wide_shows_everything(tmp_path):
+    _scored(tmp_path)
+    wide = run_cli("ls", "runs", cwd=tmp_path).stdout.splitlines()  # not a terminal, no $COLUMNS: all of it
+    assert max(map(len, wide)) > 120
+    assert run_cli("ls", "runs", "--wide", cwd=tmp_path, env=clean_env(COLUMNS="80")).stdout.splitlines() == wide
+    res = run_cli("ls", "runs", cwd=tmp_path, env=clean_env(COLUMNS="80"))
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert len(lines) == 5 and max(map(len, lines)) <= 80, res.stdout
+    assert lines[0].split() == ["RUN", "TIME", "(UTC)", "GROUP", "PATH"]  # empty columns first, then the least needed
+    path = lines[1].split()[-1]
+    assert path.startswith("runs/") and "..." in path and path.endswith("000_aaaaaaa.json")
+    lines = run_cli("ls", "runs", cwd=tmp_path, env=clean_env(COLUMNS="120")).stdout.splitlines()
+    assert max(map(len, lines)) <= 120 and lines[0].split()[:5] == ["RUN", "TIME", "(UTC)", "CODE", "GROUP"]
+
+
+def test_ls_sorts_limits_and_chooses_columns(tmp_path):
+    _scored(tmp_path)
+    res = run_cli("ls", "runs", "--sort=-metric.auc", "--columns", "run,group,metric.auc", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        "RUN                      GROUP  metric.auc",
+        "20260102_000000_bbbbbbb  b      0.95",
+        "20260101_000000_aaaaaaa  a      0.8",
+        "20260103_000000_ccccccc  a      -",  # no auc, and a NaN: last, either way
+        "20260104_000000_ddddddd  -      nan",
+    ]
+    res = run_cli("ls", "runs", "--sort", "group", "--limit", "2", "--columns", "run,group", cwd=tmp_path)
+    assert res.stdout.splitlines()[1:] == ["20260101_000000_aaaaaaa  a", "20260103_000000_ccccccc  a"]
+    res = run_cli("ls", "runs", "--limit", "1", "--columns", "run", "--no-index", cwd=tmp_path)
+    assert res.stdout.splitlines() == ["RUN", "20260101_000000_aaaaaaa"]
+
+
+def test_ls_json_has_the_metrics_and_follows_sort_and_limit(tmp_path):
+    _scored(tmp_path)
+    rows = json.loads(run_cli("ls", "runs", "--json", cwd=tmp_path).stdout)
+    assert [r["metrics"] for r in rows] == [{"auc": 0.8, "steps": 0.0}, {"auc": 0.95, "steps": 10.0}, {},
+                                            {"auc": "NaN", "steps": 30.0}]
+    rows = json.loads(run_cli("ls", "runs", "--json", "--sort=-metric.steps", "--limit", "2", cwd=tmp_path).stdout)
+    assert [r["run_id"] for r in rows] == ["20260104_000000_ddddddd", "20260102_000000_bbbbbbb"]
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--sort", "auc"], "--sort auc: not a column"),
+    (["--columns", "run,bogus"], "--columns run,bogus: no such column: bogus"),
+    (["--columns", ","], "--columns ,: no column"),
+    (["--limit", "0"], "argument --limit: expected at least 1, got 0"),
+], ids=["sort", "column", "no-column", "limit"])
+def test_ls_refuses_a_bad_shape_in_one_line(tmp_path, args, said):
+    _scored(tmp_path)
+    res = run_cli("ls", "runs", *args, cwd=tmp_path)
+    assert res.returncode == 2 and res.stdout == ""
+    assert said in res.stderr.splitlines()[-1] and "Traceback" not in res.stderr

@@ -25,7 +25,7 @@ from ...manifest.fields import get
 from ...manifest.reader import ManifestError, read_manifest_file
 from ...manifest.writer import describe_os_error, replace_atomically
 from ...std.files import read_regular
-from .._common import Exit, say
+from .._common import Exit, print_json, say
 from .._runs import NotFound, find_manifest, run_dirs
 from . import html as H
 
@@ -247,9 +247,11 @@ def run(args: argparse.Namespace) -> int:
             check = _check(docs[0], args) if (args.against or args.here) else ""
             text = run_page(picked[0], docs[0], roots, check)
             default = _name(docs[0].get("run_id"))
+            kind, shown = "run", [docs[0].get("run_id")]
         elif len(docs) == 2:
             text = diff_page(picked, docs)
             default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
+            kind, shown = "diff", [d.get("run_id") for d in docs]
         else:
             walk = scan.Walk.of(roots)
             entries = scan.scan(roots, FIELDS, walk)
@@ -266,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
                 return Exit.FAIL
             text = runs_page(good, roots, args.group, args.chart)
             default = _name(args.group) if args.group else "report.html"
+            kind, shown = "group" if args.group else "runs", [e.doc.get("run_id") for e in good]
         path = target(args.output, default)
         write(path, text)
     except _Unreadable as exc:
@@ -275,6 +278,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail("%s", str(exc))
     except OSError as exc:
         return _fail("%s", describe_os_error(exc, args.output or "the report"))
+    if args.json:
+        print_json({"path": path, "kind": kind, "runs": shown, "bytes": len(text.encode("utf-8", "replace"))})
+        return Exit.OK
     say("%s", path, out=sys.stdout)
     return Exit.OK
 
