@@ -322,6 +322,9 @@ def _add_verify(sub: "argparse._SubParsersAction") -> None:
     ver.add_argument("--steps", type=int, metavar="N",
                      help="compare only the first N trace steps (no outputs, metrics)")
     ver.add_argument("--json", action="store_true", help="machine-readable report")
+    ver.add_argument("--html", metavar="FILE",
+                     help="also write a page: the verdict, both runs' traces on one chart each with the step where "
+                          "they part marked, metrics and outputs side by side, what else differs")
     _add_runs(ver)
 
 

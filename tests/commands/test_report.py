@@ -182,8 +182,9 @@ def test_a_hostile_run_id_never_names_the_file(tmp_path, capsys):
     path = put(tmp_path / "runs", make_doc("../../evil"), name="manifest_x.json")
     os.chdir(tmp_path)
     assert cli.main(["report", str(path)]) == 0
-    assert capsys.readouterr().out == "report.html\n"
-    assert sorted(os.listdir(tmp_path)) == ["report.html", "runs"]
+    assert capsys.readouterr().out == "runs/report.html\n"  # beside the run it shows
+    assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(tmp_path / "runs")) == [
+        "manifest_x.json", "report.html"]
 
 
 # -- refusals ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from relaxrepro.commands.report import html as H
+from relaxrepro.commands._pages import html as H
 
 
 @pytest.mark.parametrize("value, shown", [

@@ -6,7 +6,7 @@ the ``diff`` of the two; directories alone give every run below them: a table, t
 per group (``compare``'s table) and a card per run; ``--group NAME`` only that group's runs.
 
 The data comes from the analyses the commands share (:mod:`relaxrepro.analyze`: ``compare_group``, ``ancestry``,
-``diff_documents``, ``check``'s rules); :mod:`.html` turns it into the page. The page is written
+``diff_documents``, ``check``'s rules); :mod:`.._pages` turns it into the page. The page is written
 atomically, and only over a file that is itself a relaxrepro report.
 """
 
@@ -18,16 +18,16 @@ import sys
 
 from ...analyze.check import judge
 from ...analyze.compare import compare_group
-from ...analyze.diff import CATEGORIES, diff_documents, summary_line
 from ...analyze.lineage import ancestry, descendants
 from ...manifest import scan, summary
 from ...manifest.fields import get
 from ...manifest.reader import ManifestError, read_manifest_file
-from ...manifest.writer import describe_os_error, replace_atomically
-from ...std.files import read_regular
+from ...manifest.writer import describe_os_error
 from .._common import Exit, say
+from .._pages import html as H
+from .._pages import output
+from .._pages.twoway import two_run_page
 from .._runs import NotFound, find_manifest, run_dirs
-from . import html as H
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -165,16 +165,6 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
     return H.page("Run %s" % rid, "run", body, H.esc(path))
 
 
-def diff_page(paths: Sequence[str], docs: Sequence[Dict[str, Any]]) -> str:
-    """Two runs: ``diff``'s changes side by side in its ranking, then both cards."""
-    changes, hidden = diff_documents(docs[0], docs[1])
-    body = H.diff_section(changes, hidden, summary_line(changes, hidden), docs[0].get("run_id"),
-                          docs[1].get("run_id"), CATEGORIES)
-    body += '<div class="two">%s</div>' % "".join("<div>%s</div>" % H.run_section(d, full=False) for d in docs)
-    return H.page("%s vs %s" % (docs[0].get("run_id"), docs[1].get("run_id")), "diff", body,
-                  H.esc(" vs ".join(paths)))
-
-
 def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str] = None,
               chart: Optional[str] = None) -> str:
     """Many runs: the table, the lineage graph, one sweep per group of two runs or more, a card per run."""
@@ -197,31 +187,6 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
 
 
 # -- the command -----------------------------------------------------------------------------------
-
-def _ours(path: str) -> bool:
-    """Whether ``path`` is a report this command wrote (the only kind of file it replaces)."""
-    try:
-        head = read_regular(path, 2048)
-    except OSError:
-        return False
-    return head.startswith(b"<!DOCTYPE html>") and (b'<meta name="generator" content="%s ' % H.GENERATOR.encode()
-                                                    ) in head
-
-
-def target(output: Optional[str], default: str) -> str:
-    """Where the page goes: ``-o FILE``, ``-o DIR`` (the default name inside), else the default name here.
-    Raises :class:`_Refused` over a file that is not a relaxrepro report."""
-    path = default if output is None else os.path.join(output, default) if os.path.isdir(output) else output
-    if os.path.lexists(path) and not _ours(path):
-        raise _Refused("%s exists and is not a relaxrepro report: not replaced (name another file with -o)" % path)
-    return path
-
-
-def write(path: str, text: str) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    replace_atomically(path, text.encode("utf-8", "replace"))
-
 
 def run(args: argparse.Namespace) -> int:
     inputs = list(args.inputs) or ["."]
@@ -248,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             text = run_page(picked[0], docs[0], roots, check)
             default = _name(docs[0].get("run_id"))
         elif len(docs) == 2:
-            text = diff_page(picked, docs)
+            text = two_run_page(picked, docs)
             default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
         else:
             walk = scan.Walk.of(roots)
@@ -266,12 +231,14 @@ def run(args: argparse.Namespace) -> int:
                 return Exit.FAIL
             text = runs_page(good, roots, args.group, args.chart)
             default = _name(args.group) if args.group else "report.html"
-        path = target(args.output, default)
-        write(path, text)
+        path, note = output.target(args.output, default, inputs, os.environ)
+        output.write(path, text)
+        if note:
+            say("relaxrepro report: note: %s: written to %s instead (-o names the file)", note, path)
     except _Unreadable as exc:
         say("relaxrepro report: %s", str(exc))
         return Exit.USAGE
-    except _Refused as exc:
+    except (_Refused, output.NotOurs) as exc:
         return _fail("%s", str(exc))
     except OSError as exc:
         return _fail("%s", describe_os_error(exc, args.output or "the report"))

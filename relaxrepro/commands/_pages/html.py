@@ -1,4 +1,4 @@
-"""The HTML of ``relaxrepro report`` (part of that command, in its package): pure functions from documents
+"""The HTML of the pages ``relaxrepro report`` and ``verify --html`` write: pure functions from documents
 (and the analyses of ``compare``, ``lineage``, ``diff`` and ``check``) to text. No I/O here.
 
 One rule holds it together: nothing read from a manifest reaches the page unescaped. Element text and
@@ -61,6 +61,9 @@ svg .n rect{fill:var(--node);stroke:var(--acc)}svg .n.bad rect{stroke:var(--delf
 svg .n.missing rect{stroke:var(--mute);stroke-dasharray:3 3}svg .p{stroke:var(--fg);fill:none}
 svg .g{stroke:var(--mute);stroke-dasharray:5 4;fill:none}svg .ax{stroke:var(--mute);fill:none}
 svg .pt{fill:var(--acc)}svg .ln{stroke:var(--acc);fill:none}svg .sub{fill:var(--mute)}
+svg .ln.b{stroke:var(--warn);stroke-dasharray:6 3}svg .dl{stroke:var(--delf);fill:none}
+svg .mark{stroke:var(--delf);stroke-width:1.5}svg .mark+text{fill:var(--delf)}
+.verdict{font-size:1.2em;font-weight:600}.key-a{color:var(--acc)}.key-b{color:var(--warn)}
 """
 
 SCRIPT = """(function(){var d=document,r=d.documentElement,s=d.getElementById('js-status');

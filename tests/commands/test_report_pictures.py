@@ -1,0 +1,124 @@
+"""The pictures of the report's pages, read in a real browser (headless Chromium) as people would see them: the
+two-run page (``report A B`` and ``verify A B --html FILE``) with both traces and the step where they part, and
+where a page goes when ``-o`` is not given."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from relaxrepro import cli
+from tests.helpers.browser import dump_dom, need_chromium
+from tests.helpers.common import clean_env, make_repo, run_cli
+from tests.helpers.recording import put
+from tests.helpers.results import H, pair, trace
+
+
+@pytest.fixture
+def browser():
+    return need_chromium()
+
+
+def parting_at(step: int, rows: int = 100) -> Tuple[Dict, Dict]:
+    """Runs ``old`` and ``new`` whose traced loss is the same bit for bit up to ``step``, then apart."""
+    old, new = pair()
+    old["results"]["trace"] = trace(range(rows), loss=[H(2.0 * 0.97 ** i) for i in range(rows)])
+    new["results"]["trace"] = trace(range(rows), loss=[H(2.0 * 0.97 ** i * (1 + 0.01 * max(0, i - step + 1)))
+                                                       for i in range(rows)])
+    return old, new
+
+
+def polylines(dom: str) -> List[str]:
+    return re.findall(r'<polyline class="ln (\w)" data-run="(\w+)"', dom)
+
+
+def test_a_verify_page_shows_both_curves_and_marks_the_step_where_they_part(tmp_path, browser, capsys):
+    old, new = parting_at(40)
+    a, b = put(tmp_path / "runs", old), put(tmp_path / "runs", new)
+    page = tmp_path / "verify.html"
+    assert cli.main(["verify", str(a), str(b), "--html", str(page)]) == 1
+    assert "first parts at step 40, loss" in capsys.readouterr().out  # the verdict on stdout as before
+    static = tmp_path / "static.html"  # the same page with no script at all
+    static.write_text(re.sub(r"<script>.*?</script>", "", page.read_text(), flags=re.S))
+    for shown in (page, static):
+        dom = dump_dom(shown)
+        main = dom[dom.index("<main>"):]
+        assert re.match(r'<main>\s*<section id="verify"><h2>Did it reproduce\?</h2><p class="verdict" '
+                        r'data-verdict="diverged">', main)  # the verdict first
+        assert polylines(dom) == [("a", "old"), ("b", "new")]
+        assert re.findall(r'<line class="mark" data-step="(\w+)"', dom) == ["40"]
+        assert dom.count('class="chart gap"') == 1 and "parts at step 40" in dom
+
+
+def test_report_of_two_runs_with_results_is_the_same_page(tmp_path, browser):
+    old, new = parting_at(40)
+    a, b = put(tmp_path / "runs", old), put(tmp_path / "runs", new)
+    out = tmp_path / "two.html"
+    assert cli.main(["report", str(a), str(b), "-o", str(out)]) == 0
+    dom = dump_dom(out)
+    assert dom.index('id="verify"') < dom.index('id="diff"')
+    assert polylines(dom) == [("a", "old"), ("b", "new")]
+    assert re.findall(r'data-step="(\w+)"', dom) == ["40"]
+
+
+def test_a_bit_identical_pair_shows_one_verdict_and_no_marker(tmp_path, browser):
+    old, _ = parting_at(40)
+    a = put(tmp_path / "runs", old)
+    page = tmp_path / "same.html"
+    assert cli.main(["verify", str(a), str(a), "--html", str(page)]) == 0
+    dom = dump_dom(page)
+    assert re.findall(r'data-verdict="([\w ]+)"', dom) == ["reproduced"]
+    assert polylines(dom) == [("a", "old"), ("b", "old")]
+    assert 'class="mark"' not in dom and "parts at step" not in dom
+
+
+def test_verify_html_never_replaces_a_file_it_did_not_write(tmp_path, capsys):
+    a, b = (put(tmp_path / "runs", d) for d in parting_at(40))
+    victim = tmp_path / "notes.html"
+    victim.write_text("<p>mine</p>")
+    assert cli.main(["verify", str(a), str(b), "--html", str(victim)]) == 2
+    assert capsys.readouterr().err == ("relaxrepro verify: error: %s exists and is not a relaxrepro report: not "
+                                       "replaced (name another file with -o)\n" % victim)
+    assert victim.read_text() == "<p>mine</p>"
+
+
+def git_status(repo: Path) -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+@pytest.mark.parametrize("ignored", [True, False], ids=["runs-ignored", "runs-committed"])
+def test_report_of_runs_in_a_checkout_leaves_git_status_clean(tmp_path, ignored):
+    repo = make_repo(tmp_path / "proj", {".gitignore": "runs/\n" if ignored else "\n", "README.md": "x\n"})
+    old, new = parting_at(40)
+    put(repo / "runs", old), put(repo / "runs", new)
+    if not ignored:
+        subprocess.run(["git", "add", "runs"], cwd=repo, check=True)
+        subprocess.run(["git", "commit", "-qm", "runs"], cwd=repo, check=True)
+    assert git_status(repo) == ""
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    res = run_cli("report", "runs", cwd=repo, env=env)
+    assert res.returncode == 0, res.stderr
+    assert git_status(repo) == ""
+    if ignored:  # beside the runs it shows
+        assert res.stdout == "runs/report.html\n" and res.stderr == ""
+        assert (repo / "runs" / "report.html").is_file()
+    else:  # the checkout would record it: the cache, and a note saying why
+        where = tmp_path / "cache" / "relaxrepro" / "reports" / "report.html"
+        assert res.stdout == "%s\n" % where and where.is_file()
+        assert res.stderr == ("relaxrepro report: note: runs/report.html would be a change in a git checkout (not "
+                              "ignored there): written to %s instead (-o names the file)\n" % where)
+
+
+def test_a_page_outside_any_checkout_goes_beside_the_runs(tmp_path):
+    runs = tmp_path / "exp" / "runs"
+    a, b = (put(runs, d) for d in parting_at(40))
+    res = run_cli("report", str(runs), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "exp/runs/report.html\n" and (runs / "report.html").is_file()
+    res = run_cli("report", str(a), str(b), cwd=tmp_path)  # two files: their common directory
+    assert res.stdout == "exp/runs/report_old_vs_new.html\n", res.stderr
