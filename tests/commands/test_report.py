@@ -101,7 +101,10 @@ def test_directories_give_every_run_a_sweep_per_group_and_the_graph(tmp_path):
     sweep = page[page.index('<section id="group-lr"'):page.index('<section id="lineage"')]
     assert "<th>metric.auc</th><th>metric.loss</th><th>arg.lr</th>" in sweep
     assert sweep.count("<tr>") == 4 and "code.proj" not in sweep  # equal in all runs: left out
-    assert 'aria-label="metric.auc across runs"' in sweep and sweep.count("<circle") == 2  # NaN is no point
+    charts = re.findall(r'aria-label="(metric\.\w+) against arg\.lr[",]', sweep)
+    assert charts == ["metric.auc", "metric.loss"]  # each metric against the argument that varies
+    auc = sweep[sweep.index('aria-label="metric.auc against'):sweep.index('aria-label="metric.loss against')]
+    assert auc.count("<circle") == 2  # NaN is no point
     assert page.count('data-edge="parent"') == 3 and page.count('data-edge="group"') == 2
     assert '<g class="n bad" data-run="%s">' % D in page
 
@@ -110,7 +113,10 @@ def test_group_and_chart_choose_the_sweep_and_its_column(tmp_path):
     tree = sweep_tree(tmp_path / "runs")
     page = report(tmp_path, str(tree), "--group", "lr", "--chart", "arg.lr")
     assert 'data-page="sweep"' in page and page.count('<section id="run-') == 3
-    assert 'aria-label="arg.lr across runs"' in page
+    assert re.findall(r'aria-label="([\w.]+ against [\w.]+)[",]', page) == ["metric.auc against arg.lr",
+                                                                            "metric.loss against arg.lr"]
+    page = report(tmp_path, str(tree), "--group", "lr", "--chart", "metric.loss")
+    assert re.findall(r'aria-label="([\w.]+ against [\w.]+)[",]', page) == ["metric.loss against arg.lr"]
     page = report(tmp_path, str(tree), "--group", "lr", "--chart", "arg.nope")
     assert "chart: arg.nope does not vary in this group" in page
 

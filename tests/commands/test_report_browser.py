@@ -72,7 +72,7 @@ def test_sweep_and_diff_pages_in_the_browser(tmp_path):
     tree = sweep_tree(tmp_path / "runs")
     dom = dump_dom(render(tmp_path, str(tree), "--group", "lr", name="sweep.html"))
     ran_clean(dom)
-    assert 'data-page="sweep"' in dom and dom.count("<circle") == 2
+    assert 'data-page="sweep"' in dom and dom.count("<circle") == 5  # auc (its NaN no point), loss
     dom = dump_dom(render(tmp_path, str(tree / "base" / ("manifest_%s.json" % A)),
                           str(tree / "sweep" / ("manifest_%s.json" % B)), name="diff.html"))
     ran_clean(dom)

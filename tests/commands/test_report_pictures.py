@@ -14,7 +14,7 @@ import pytest
 from relaxrepro import cli
 from tests.helpers.browser import dump_dom, need_chromium
 from tests.helpers.common import clean_env, make_repo, run_cli
-from tests.helpers.recording import put
+from tests.helpers.recording import make_doc, put
 from tests.helpers.results import H, pair, trace
 
 
@@ -122,3 +122,49 @@ def test_a_page_outside_any_checkout_goes_beside_the_runs(tmp_path):
     assert res.stdout == "exp/runs/report.html\n" and (runs / "report.html").is_file()
     res = run_cli("report", str(a), str(b), cwd=tmp_path)  # two files: their common directory
     assert res.stdout == "exp/runs/report_old_vs_new.html\n", res.stderr
+
+
+def lr_sweep(runs: Path) -> None:
+    """Group ``lr``: four runs at lr 1e-4 ... 3e-3 (the last failed), the same flat metric in all, and a replay
+    of the first; each with the same output digest and trace."""
+    results = {"outputs": {"w.pt": {"kind": "file", "sha256": "a" * 64, "size": 1}},
+               "trace": trace(range(3), loss=[H(1.0), H(0.5), H(0.25)])}
+    for i, lr in enumerate((1e-4, 3e-4, 1e-3, 3e-3)):
+        outcome = {"status": "ok" if i < 3 else "exit", "exit_code": 0 if i < 3 else 1}
+        put(runs, make_doc("r%d" % i, generated_at="2026-01-0%dT00:00:00Z" % (i + 1), schema_version="1.3",
+                           config={"resolved_args": {"lr": lr, "epochs": 3}}, lineage={"group": "lr"},
+                           outcome=outcome, results=dict(results, metrics={"loss": 1 - i / 10, "flat": 0.617})))
+    put(runs, make_doc("r9", generated_at="2026-01-09T00:00:00Z", schema_version="1.3", outcome={"status": "ok"},
+                       config={"resolved_args": {"lr": 1e-4, "epochs": 3}},
+                       lineage={"group": "lr", "replay_of": "r0"}, results=dict(results, metrics={"loss": 1.0,
+                                                                                                   "flat": 0.617})))
+
+
+def charts(dom: str) -> Dict[str, str]:
+    """Each sweep chart's SVG by its aria-label."""
+    return {m.group(1): m.group(0) for m in re.finditer(r'<svg class="chart sweep"[^>]*aria-label="([^"]+)".*?</svg>',
+                                                        dom, flags=re.S)}
+
+
+def ticks(svg: str, axis: str) -> List[str]:
+    return re.findall(r'<text class="tick %s"[^>]*>([^<]*)</text>' % axis, svg)
+
+
+def test_a_sweep_plots_each_metric_against_the_argument_that_varies_on_a_log_axis(tmp_path, browser):
+    lr_sweep(tmp_path / "runs")
+    out = tmp_path / "sweep.html"
+    assert cli.main(["report", str(tmp_path / "runs"), "--group", "lr", "-o", str(out)]) == 0
+    dom = dump_dom(out)
+    got = charts(dom)
+    assert sorted(got) == ["metric.flat against arg.lr, log x", "metric.loss against arg.lr, log x"]
+    loss = got["metric.loss against arg.lr, log x"]
+    assert ticks(loss, "x") == ["1e-4", "1e-3"]  # powers of ten on the log axis
+    assert len(set(ticks(loss, "y"))) == len(ticks(loss, "y")) >= 2
+    assert ticks(got["metric.flat against arg.lr, log x"], "y") == ["0.617"]  # a flat series: one label, not two
+    assert re.findall(r'<text class="sub"[^>]*>([^<]*)</text>', loss) == ["arg.lr (log)"]  # the x axis is lr's
+    assert re.findall(r'<text class="title"[^>]*>([^<]*)</text>', loss) == ["metric.loss"]
+    assert re.findall(r'<circle class="pt( \w+)?" data-run="(\w+)"', loss) == [
+        (" replay", "r9"), ("", "r0"), ("", "r1"), ("", "r2"), (" failed", "r3")]
+    assert ("Reproducibility: 4 of 4 runs have a bit-identical trace; 4 of 4 runs wrote the same weights (output "
+            "digests matching).") in dom
+    assert "rate 1.0" not in dom and "<dt>reproducibility</dt>" not in dom  # a sentence, not a key/value dump

@@ -27,7 +27,7 @@ def label(value: float) -> str:
     if value and abs(value) < 1e16:
         exp = math.log10(abs(value))
         if abs(exp - round(exp)) < 1e-9 and abs(round(exp)) >= 3:
-            return "%se%d" % ("-" if value < 0 else "", round(exp))
+            return "%s1e%d" % ("-" if value < 0 else "", round(exp))
     return "%g" % value
 
 

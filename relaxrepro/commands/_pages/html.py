@@ -18,7 +18,6 @@ import json
 import re
 
 from ..._version import __version__
-from ...analyze.compare import replays_line
 from ...manifest.fields import MISSING, get, python_version, section, untracked_files
 from ...manifest.summary import gpu_cell, outcome_text, short
 from ...manifest.summary import trackers as summary_trackers
@@ -64,6 +63,10 @@ svg .pt{fill:var(--acc)}svg .ln{stroke:var(--acc);fill:none}svg .sub{fill:var(--
 svg .ln.b{stroke:var(--warn);stroke-dasharray:6 3}svg .dl{stroke:var(--delf);fill:none}
 svg .mark{stroke:var(--delf);stroke-width:1.5}svg .mark+text{fill:var(--delf)}
 .verdict{font-size:1.2em;font-weight:600}.key-a{color:var(--acc)}.key-b{color:var(--warn)}
+svg .band{fill:var(--card)}svg .pt.failed{fill:none;stroke:var(--delf);stroke-width:2}
+svg .pt.replay{fill:var(--bg);stroke:var(--acc);stroke-width:1.5}
+svg .track{fill:var(--line)}svg .fill{fill:var(--addf)}svg .title{font-weight:600}
+.multiples{display:flex;flex-wrap:wrap;gap:8px}.bar{margin:2px 0}
 """
 
 SCRIPT = """(function(){var d=document,r=d.documentElement,s=d.getElementById('js-status');
@@ -472,48 +475,6 @@ def runs_table(docs: Sequence[Any]) -> str:
                      esc(get(d, "lineage.group", None)), esc(outcome_text(d))]
                     + [(metric(m.get(k, "")), number(m.get(k))) for k in names])
     return table(["run", "when (UTC)", "group", "ended"] + [esc("metric." + k) for k in names], rows, sortable=True)
-
-
-def sweep_section(result: Mapping[str, Any], docs: Mapping[str, Any], chart: Optional[str] = None,
-                  max_columns: int = 40) -> str:
-    """``compare_group``'s result as a sortable table (a run per row, a column per varying value, then the
-    metrics), and a chart of ``chart`` (a column name; default: the first metric, else the first numeric
-    column)."""
-    runs = result["runs"]
-    metrics = sorted({k for r in runs for k in _metrics(docs.get(str(r["run_id"]), {}))})
-    columns = list(result["varying"])
-    cols = [("metric." + k, [_metrics(docs.get(str(r["run_id"]), {})).get(k) for r in runs]) for k in metrics]
-    cols += [(k, result["varying"][k]) for k in columns[:max_columns]]
-    head = ["run"] + [esc(k) for k, _ in cols]
-    rows = []
-    for i, r in enumerate(runs):
-        rows.append(['<a href="#%s">%s</a>' % (anchor(r["run_id"]), esc(r["run_id"]))]
-                    + [(metric(col[i]) if name.startswith("metric.") else cell(col[i], 80), number(col[i]))
-                       for name, col in cols])
-    gid = "group-" + anchor(result["group"])[4:]
-    text = ['<section id="%s" class="sweep"><h2>Sweep %s</h2><p>%s</p>' % (
-        gid, esc(result["group"]), esc("%d runs; %d of %d recorded values vary" % (
-            len(runs), len(result["varying"]), result["compared"])))]
-    replays = replays_line(result)
-    if replays:
-        text.append("<p>%s</p>" % esc(replays))
-    if len(columns) > max_columns:
-        text.append('<p class="mute">%s</p>' % esc("%d more varying values not shown (relaxrepro compare --group "
-                                                    "shows them all)" % (len(columns) - max_columns)))
-    text.append(table(head, rows, sortable=True))
-    extra = {k: v for k, v in result.items()
-             if k not in ("group", "runs", "varying", "compared", "unreadable", "metrics", "replays") and v}
-    if extra:
-        text.append(tree(extra))
-    numeric = [k for k, col in cols if any(number(v) is not None for v in col)]
-    pick = chart if chart is not None else (numeric[0] if numeric else None)
-    if pick is not None:
-        col = dict(cols).get(pick)
-        if col is None:
-            text.append('<p class="mute">%s</p>' % esc("chart: %s does not vary in this group" % pick))
-        else:
-            text.append(chart_svg(pick, [(str(r["run_id"]), number(v)) for r, v in zip(runs, col)]))
-    return "".join(text) + "</section>\n"
 
 
 # -- two runs ------------------------------------------------------------------------------------

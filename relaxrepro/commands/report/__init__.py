@@ -26,6 +26,7 @@ from ...manifest.writer import describe_os_error
 from .._common import Exit, say
 from .._pages import html as H
 from .._pages import output
+from .._pages.sweep import sweep_section
 from .._pages.twoway import two_run_page
 from .._runs import NotFound, find_manifest, run_dirs
 
@@ -176,7 +177,7 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
         g = get(d, "lineage.group", None)
         if isinstance(g, str) and g:
             members.setdefault(g, []).append(paths[d["run_id"]])
-    sweeps = "".join(H.sweep_section(compare_group(g, members[g]), by_id, chart)
+    sweeps = "".join(sweep_section(compare_group(g, members[g]), by_id, chart)
                      for g in sorted(members) if len(members[g]) > 1 or g == group)
     nodes, edges = _graph(docs)
     body = ('<section id="runs"><h2>Runs</h2>%s</section>\n%s<section id="lineage"><h2>Lineage</h2>%s</section>\n'
