@@ -168,3 +168,25 @@ def test_a_sweep_plots_each_metric_against_the_argument_that_varies_on_a_log_axi
     assert ("Reproducibility: 4 of 4 runs have a bit-identical trace; 4 of 4 runs wrote the same weights (output "
             "digests matching).") in dom
     assert "rate 1.0" not in dom and "<dt>reproducibility</dt>" not in dom  # a sentence, not a key/value dump
+
+
+def test_a_run_page_shows_its_configuration_and_seeds_as_people_read_them_and_its_title_once(tmp_path, browser):
+    doc = make_doc("20260105_000000_eeeeeee", schema_version="1.3",
+                   config={"resolved_args": {"lr": 0.0003, "epochs": 3}, "resolved_args_source": "argparse",
+                           "files": {"conf/train.yaml": "f" * 64},
+                           "file_details": {"conf/train.yaml": {"size": 120}}, "hash": "c" * 64},
+                   seeds={"values": {}, "env": {}, "flags": {"deterministic": True}, "bit_reproducible": False,
+                          "missing": ["PYTHONHASHSEED is not set", "torch.use_deterministic_algorithms is off"]})
+    out = tmp_path / "run.html"
+    assert cli.main(["report", str(put(tmp_path / "runs", doc)), "-o", str(out)]) == 0
+    dom = dump_dom(out)
+    assert dom.count("20260105_000000_eeeeeee</h") == 1  # the title, not again above the summary
+    config = dom[dom.index("<h3>Configuration</h3>"):dom.index("<h3>Seeds and determinism</h3>")]
+    assert "<h4>Arguments (argparse)</h4>" in config and "<dt>lr</dt><dd>0.0003</dd>" in config
+    assert "<td>conf/train.yaml</td>" in config and 'title="%s">%s<' % ("f" * 64, "f" * 12) in config
+    seeds = dom[dom.index("<h3>Seeds and determinism</h3>"):]
+    seeds = seeds[:seeds.index("</ul>")]
+    assert re.findall(r"<li[^>]*>(.*?)</li>", seeds) == [
+        "flag: <code>deterministic = True</code>", 'bit-reproducible: <span class="WARN">no</span>',
+        "PYTHONHASHSEED is not set", "torch.use_deterministic_algorithms is off"]
+    assert "{}" not in seeds and "[&quot;" not in dom

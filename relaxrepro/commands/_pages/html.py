@@ -40,7 +40,8 @@ CSS = """
 body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,sans-serif}
 header,main{max-width:1200px;margin:0 auto;padding:0 16px}header{padding-top:16px}
 h1{font-size:1.4em;margin:.3em 0}h2{font-size:1.15em;margin:1.4em 0 .4em;border-bottom:1px solid var(--line)}
-h3{font-size:1em;margin:1em 0 .3em}a{color:var(--acc)}.mute,.meta{color:var(--mute)}
+h3{font-size:1em;margin:1em 0 .3em}h4{font-size:.95em;margin:.6em 0 .2em}a{color:var(--acc)}
+.mute,.meta{color:var(--mute)}
 code,pre,.mono,td,dd{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px 14px;margin:10px 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:4px 0}dt{color:var(--mute)}
@@ -429,15 +430,74 @@ def _probes(doc: Any) -> str:
         '<p class="mute">collection not recorded</p>'
 
 
+def config_block(doc: Any) -> str:
+    """``config``: the resolved arguments (and where they came from), the selected environment, each config
+    file with its digest, the one digest over them all."""
+    config = section(doc, "config")
+    if not config:
+        return ""
+    out = ["<h3>Configuration</h3>"]
+    args = config.get("resolved_args")
+    if isinstance(args, dict) and args:
+        source = config.get("resolved_args_source")
+        out.append("<h4>Arguments%s</h4>%s" % (" (%s)" % esc(source) if isinstance(source, str) and source else "",
+                                               tree(args)))
+    env = config.get("selected_env")
+    if isinstance(env, dict) and env:
+        out.append("<h4>Environment</h4>" + tree(env))
+    files = config.get("files")
+    if isinstance(files, dict) and files:
+        details = config.get("file_details") if isinstance(config.get("file_details"), dict) else {}
+        rows = []
+        for path, digest in sorted(files.items(), key=lambda kv: str(kv[0])):
+            d = details.get(path) if isinstance(details.get(path), dict) else {}
+            rows.append([esc(path), '<span class="mono" title="%s">%s</span>' % (esc(digest), esc(str(digest)[:12])),
+                         (esc(d.get("size")), number(d.get("size")))])
+        out.append("<h4>Config files</h4>" + table(["file", "sha256", "bytes"], rows))
+    if config.get("hash"):
+        out.append('<p class="mute">configuration digest %s</p>' % esc(config["hash"]))
+    return "".join(out) if len(out) > 1 else ""
+
+
+def _pairs(node: Any) -> List[str]:
+    return ["%s = %s" % (k, v if not isinstance(v, (dict, list)) else json.dumps(v, sort_keys=True))
+            for k, v in sorted(node.items(), key=lambda kv: str(kv[0]))] if isinstance(node, dict) else []
+
+
+def seeds_block(doc: Any) -> str:
+    """``seeds`` as a short list people read: the seeds, the determinism switches, the verdict and what stands
+    between this setup and a bit-exact rerun."""
+    seeds = section(doc, "seeds")
+    if not seeds:
+        return ""
+    items = []
+    for label, key in (("seed", "values"), ("environment", "env"), ("flag", "flags"), ("torch", "torch")):
+        items += ["<li>%s: <code>%s</code></li>" % (esc(label), esc(p)) for p in _pairs(seeds.get(key))]
+    if "bit_reproducible" in seeds:
+        yes = seeds["bit_reproducible"] is True
+        items.append('<li>bit-reproducible: <span class="%s">%s</span></li>' % ("ok" if yes else "WARN",
+                                                                                 "yes" if yes else "no"))
+    missing = seeds.get("missing")
+    if isinstance(missing, list):
+        items += ['<li class="WARN">%s</li>' % esc(m) for m in missing]
+    if not items:
+        return '<h3>Seeds and determinism</h3><p class="mute">no seed nor determinism setting recorded</p>'
+    return "<h3>Seeds and determinism</h3><ul class=\"seeds\">%s</ul>" % "".join(items)
+
+
 def run_section(doc: Any, full: bool = True, check: str = "") -> str:
-    """One run: its summary card; ``full``: every recorded section, the patches, the probes, ``check``."""
+    """One run: its summary card; ``full`` (the run's own page, whose title names it): every recorded section,
+    the configuration, seeds, the patches, the probes, ``check``."""
     rid = doc.get("run_id")
-    parts = ['<section id="%s" class="run" data-run="%s"><h2>Run %s</h2>' % (anchor(rid), esc(rid), esc(rid)),
-             recorded_line(doc) if full else "", '<div class="card">%s</div>' % dl(summary_rows(doc))]
+    parts = ['<section id="%s" class="run" data-run="%s"><h2>%s</h2>' % (
+        anchor(rid), esc(rid), "Summary" if full else "Run " + esc(rid)),
+        recorded_line(doc) if full else "", '<div class="card">%s</div>' % dl(summary_rows(doc))]
     if not full:
         return "".join(parts) + "</section>\n"
     if check:
         parts.append("<h3>check</h3>" + check)
+    parts.append(config_block(doc))
+    parts.append(seeds_block(doc))
     if section(doc, "code"):
         parts.append("<h3>Code</h3>" + _code_block(doc))
     key = section(doc, "environment.key_packages")
@@ -445,11 +505,11 @@ def run_section(doc: Any, full: bool = True, check: str = "") -> str:
         parts.append("<h3>Key packages</h3>" + dl((k, esc(v)) for k, v in sorted(key.items())))
     for name, title in (("hardware", "Hardware"), ("runtime", "Runtime (Ray, launcher)"),
                         ("scheduler", "Scheduler"), ("container", "Container"), ("training", "Training topology"),
-                        ("seeds", "Seeds"), ("data", "Data"), ("results", "Results"), ("outcome", "Outcome")):
+                        ("data", "Data"), ("results", "Results"), ("outcome", "Outcome")):
         node = doc.get(name)
         if isinstance(node, dict) and node:
             parts.append("<details%s><summary>%s</summary>%s</details>"
-                         % (" open" if name in ("training", "seeds", "results") else "", esc(title), tree(node)))
+                         % (" open" if name in ("training", "results") else "", esc(title), tree(node)))
     parts.append("<h3>Collection</h3>" + _probes(doc))
     return "".join(parts) + "</section>\n"
 
