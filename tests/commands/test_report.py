@@ -105,7 +105,7 @@ def test_directories_give_every_run_a_sweep_per_group_and_the_graph(tmp_path):
     assert charts == ["metric.auc", "metric.loss"]  # each metric against the argument that varies
     auc = sweep[sweep.index('aria-label="metric.auc against'):sweep.index('aria-label="metric.loss against')]
     assert auc.count("<circle") == 2  # NaN is no point
-    assert page.count('data-edge="parent"') == 3 and page.count('data-edge="group"') == 2
+    assert page.count('data-edge="parent"') == 3 and page.count('data-group="lr"') == 1  # one band, no dashes
     assert '<g class="n bad" data-run="%s">' % D in page
 
 

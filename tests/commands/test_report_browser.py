@@ -62,7 +62,7 @@ def test_runs_page_in_the_browser(tmp_path):
     ran_clean(dom)
     assert re.findall(r'<section id="run-(\w+)"', dom) == [A, B, C, D]
     assert sorted(re.findall(r'<g class="n[^"]*" data-run="(\w+)"', dom)) == [A, B, C, D]
-    assert dom.count('data-edge="parent"') == 3 and dom.count('data-edge="group"') == 2
+    assert dom.count('data-edge="parent"') == 3 and dom.count('<rect class="gband" data-group="lr"') == 1
     sweep = dom[dom.index('id="group-lr"'):dom.index('id="lineage"')]
     assert re.findall(r'<tr><td><a href="#run-(\w+)">', sweep) == [B, C, D]
     assert sweep.count('<th tabindex="0"') == 4  # run, metric.auc, metric.loss, arg.lr: each sorts

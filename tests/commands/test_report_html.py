@@ -9,6 +9,7 @@ import re
 import pytest
 
 from relaxrepro.commands._pages import html as H
+from relaxrepro.commands._pages.graph import lineage_svg
 
 
 @pytest.mark.parametrize("value, shown", [
@@ -73,9 +74,11 @@ def test_no_remote_reference_in_the_page_shell():
 
 
 def test_lineage_svg_lays_runs_out_below_their_parents_and_links_them():
-    nodes = [{"id": "a", "depth": 0}, {"id": "b", "depth": 1, "bad": True}, {"id": '"<x>', "depth": 1}]
-    svg = H.lineage_svg(nodes, [("a", "b", "parent"), ("b", '"<x>', "group"), ("a", "gone", "parent")], ["a"])
-    assert svg.count('data-edge="parent"') == 1 and svg.count('data-edge="group"') == 1
+    nodes = [{"id": "a", "depth": 0}, {"id": "b", "depth": 1, "bad": True, "group": "g"},
+             {"id": '"<x>', "depth": 1, "group": "g"}]
+    edges = [("a", "b", "parent"), ("a", '"<x>', "parent"), ("b", '"<x>', "group"), ("a", "gone", "parent")]
+    svg = lineage_svg(nodes, edges, ["a"])
+    assert svg.count('data-edge="parent"') == 2 and svg.count('data-group="g"') == 1  # a band behind b and "<x>
     assert '<a href="#run-a">' in svg and 'href="#run-b"' not in svg
     assert '<g class="n bad" data-run="b">' in svg
     assert "&quot;&lt;x&gt;" in svg and '"<x>' not in svg

@@ -190,3 +190,87 @@ def test_a_run_page_shows_its_configuration_and_seeds_as_people_read_them_and_it
         "flag: <code>deterministic = True</code>", 'bit-reproducible: <span class="WARN">no</span>',
         "PYTHONHASHSEED is not set", "torch.use_deterministic_algorithms is off"]
     assert "{}" not in seeds and "[&quot;" not in dom
+
+
+def fifty_runs(runs: Path) -> None:
+    """50 runs: three bases, each with a group of derived runs (some derived again), four runs on their own and
+    one whose parent is not here. Each child changes its parent's --lr or commit."""
+    made = 0
+
+    def run(rid: str, parent: str = "", group: str = "", lr: float = 0.1, commit: str = "1") -> None:
+        nonlocal made
+        made += 1
+        lineage: Dict = {"group": group} if group else {}
+        if parent:
+            lineage["parent"] = {"run_id": parent, "reason": "explicit", "found": True}
+        put(runs, make_doc(rid, generated_at="2026-02-01T00:%02d:00Z" % made, lineage=lineage,
+                           command={"argv": ["python", "train.py", "--lr", str(lr)]},
+                           code={"proj": {"commit": commit * 40, "dirty": False}}))
+
+    for b, group in enumerate(("lr", "wd", "arch")):
+        base = "base%d" % b
+        run(base, commit=str(b + 1))
+        for i in range(11):
+            child = "%s%02d" % (group, i)
+            run(child, base, group, lr=0.1 * (i + 2), commit=str(b + 1))
+            if i % 4 == 0:
+                run(child + "x", child, group, lr=0.1 * (i + 2), commit=str(b + 4))
+    for i in range(4):
+        run("alone%d" % i)
+    run("orphan", "20250101_000000_gone", "lr")
+    assert made == 50
+
+
+def boxes_and_paths(dom: str) -> Tuple[Dict[str, Tuple[float, ...]], List[Tuple[str, str, List[Tuple[float, ...]]]]]:
+    svg = dom[dom.index('<svg class="lineage"'):]
+    svg = svg[:svg.index("</svg>")]
+    boxes = {rid: tuple(map(float, xywh)) for rid, *xywh in re.findall(
+        r'<g class="n[^"]*" data-run="([^"]+)"><title>[^<]*</title><rect x="([\d.]+)" y="([\d.]+)" '
+        r'width="([\d.]+)" height="([\d.]+)"', svg)}
+    paths = [(a, b, [tuple(map(float, p.split())) for p in d.split("L")]) for a, b, d in re.findall(
+        r'data-edge="parent" data-from="([^"]+)" data-to="([^"]+)" d="M([^"]+)"', svg)]
+    return boxes, paths
+
+
+def crosses(p: Tuple[float, ...], q: Tuple[float, ...], box: Tuple[float, ...]) -> bool:
+    """Whether segment p-q passes through the inside of ``box`` (x, y, w, h), its border excluded
+    (Liang-Barsky clipping against the box shrunk by half a pixel)."""
+    x, y, w, h = box
+    lo, hi = 0.0, 1.0
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    for d, near, far in ((dx, x + 0.5 - p[0], x + w - 0.5 - p[0]), (dy, y + 0.5 - p[1], y + h - 0.5 - p[1])):
+        if d == 0:
+            if near > 0 or far < 0:
+                return False
+        else:
+            t0, t1 = sorted((near / d, far / d))
+            lo, hi = max(lo, t0), min(hi, t1)
+    return lo < hi
+
+
+def test_fifty_runs_lay_out_with_no_edge_through_a_box_and_every_edge_labelled(tmp_path, browser):
+    fifty_runs(tmp_path / "runs")
+    out = tmp_path / "runs.html"
+    assert cli.main(["report", str(tmp_path / "runs"), "-o", str(out)]) == 0
+    dom = dump_dom(out)
+    boxes, paths = boxes_and_paths(dom)
+    assert len(boxes) == 51 and len(paths) == 43  # 50 runs and the missing parent; every child's edge
+    through = [(a, b, rid) for a, b, pts in paths for p, q in zip(pts, pts[1:]) for rid, box in boxes.items()
+               if crosses(p, q, box)]
+    assert through == []
+    for a, b, pts in paths:  # from the parent's bottom to the child's top
+        (ax, ay, aw, ah), (bx, by, bw, _) = boxes[a], boxes[b]
+        assert pts[0] == (ax + aw / 2, ay + ah) and pts[-1] == (bx + bw / 2, by) and by > ay
+    labels = re.findall(r'</path><text class="el"[^>]*>([^<]*)</text>', dom)
+    assert len(labels) == 43 and "derived" not in labels
+    assert "--lr 0.1 → 0.2" in labels and "commit 1111 → 4444" in labels
+    bands = re.findall(r'<rect class="gband" data-group="(\w+)"', dom)
+    assert set(bands) == {"lr", "wd", "arch"}
+    alone = [boxes["alone%d" % i][1] for i in range(4)]  # set apart: below every connected run
+    assert min(alone) > max(y for rid, (x, y, w, h) in boxes.items() if not rid.startswith("alone"))
+    assert "runs with no parent or child here" in dom
+
+
+def test_a_route_that_passes_through_a_box_is_caught():
+    assert crosses((0, 50), (300, 50), (100, 30, 50, 40)) and not crosses((0, 10), (300, 10), (100, 30, 50, 40))
+    assert not crosses((125, 70), (125, 90), (100, 30, 50, 40))  # leaving from its bottom edge

@@ -59,7 +59,8 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}.patch{border:1px s
 svg{max-width:100%;height:auto}svg text{fill:var(--fg);font:11px ui-monospace,monospace}
 svg .n rect{fill:var(--node);stroke:var(--acc)}svg .n.bad rect{stroke:var(--delf);stroke-width:2}
 svg .n.missing rect{stroke:var(--mute);stroke-dasharray:3 3}svg .p{stroke:var(--fg);fill:none}
-svg .g{stroke:var(--mute);stroke-dasharray:5 4;fill:none}svg .ax{stroke:var(--mute);fill:none}
+svg .gband{fill:var(--card);stroke:var(--line)}svg .el{fill:var(--mute);font-size:10px}
+svg .ax{stroke:var(--mute);fill:none}
 svg .pt{fill:var(--acc)}svg .ln{stroke:var(--acc);fill:none}svg .sub{fill:var(--mute)}
 svg .ln.b{stroke:var(--warn);stroke-dasharray:6 3}svg .dl{stroke:var(--delf);fill:none}
 svg .mark{stroke:var(--delf);stroke-width:1.5}svg .mark+text{fill:var(--delf)}
@@ -209,60 +210,6 @@ def patch_block(text: str) -> str:
 
 
 # -- inline SVG ----------------------------------------------------------------------------------
-
-_NW, _NH, _GX, _GY, _PER_ROW = 196, 40, 24, 46, 6
-
-
-def lineage_svg(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Tuple[str, str, str]],
-                linked: Iterable[str] = ()) -> str:
-    """Runs as boxes, top-down by ancestry (a root first, each run below its parent); ``edges`` are
-    (from id, to id, "parent" | "group"): derived-from solid with an arrow, same-group dashed. A node is
-    ``{id, depth, sub, bad, missing}``; those in ``linked`` link to their section of the page."""
-    linked = set(linked)
-    layers: Dict[int, List[Mapping[str, Any]]] = {}
-    for n in nodes:
-        layers.setdefault(int(n["depth"]), []).append(n)
-    pos: Dict[str, Tuple[float, float]] = {}
-    row, width = 0, 1
-    for depth in sorted(layers):
-        layer = layers[depth]
-        for i, n in enumerate(layer):
-            if i and i % _PER_ROW == 0:
-                row += 1
-            col = i % _PER_ROW
-            pos[str(n["id"])] = (8 + col * (_NW + _GX), 8 + row * (_NH + _GY))
-            width = max(width, col + 1)
-        row += 1
-    w, h = 16 + width * (_NW + _GX) - _GX, 16 + row * (_NH + _GY) - _GY
-    parts = ['<svg class="lineage" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-             'role="img" aria-label="lineage of %d runs"><defs><marker id="ar" viewBox="0 0 8 8" refX="8" refY="4" '
-             'markerWidth="7" markerHeight="7" orient="auto"><path d="M0 0L8 4L0 8z" class="p"/></marker></defs>'
-             % (w, h, w, h, len(nodes))]
-    for a, b, kind in edges:
-        if a not in pos or b not in pos:
-            continue
-        (x1, y1), (x2, y2) = pos[a], pos[b]
-        if kind == "parent":
-            parts.append('<path class="p" data-edge="parent" d="M%d %dL%d %d" marker-end="url(#ar)"/>'
-                         % (x1 + _NW / 2, y1 + _NH, x2 + _NW / 2, y2))
-        else:
-            parts.append('<path class="g" data-edge="group" d="M%d %dL%d %d"/>'
-                         % (x1 + _NW / 2, y1 + _NH / 2, x2 + _NW / 2, y2 + _NH / 2))
-    for n in nodes:
-        x, y = pos[str(n["id"])]
-        cls = "n" + (" bad" if n.get("bad") else "") + (" missing" if n.get("missing") else "")
-        body = ('<g class="%s" data-run="%s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" rx="5"/>'
-                '<text x="%d" y="%d">%s</text><text class="sub" x="%d" y="%d">%s</text></g>'
-                % (cls, esc(n["id"]), esc(n.get("title") or n["id"]), x, y, _NW, _NH, x + 6, y + 16,
-                   esc(n["id"], 30), x + 6, y + 32, esc(n.get("sub") or "", 30)))
-        if str(n["id"]) in linked:
-            body = '<a href="#%s">%s</a>' % (anchor(n["id"]), body)
-        parts.append(body)
-    parts.append("</svg>")
-    legend = ('<p class="mute">Legend: solid arrow: derived from (parent &rarr; child); dashed: same group; '
-              'red box: did not end ok; dashed box: recorded as parent, no manifest found.</p>')
-    return '<div class="scroll">%s</div>%s' % ("".join(parts), legend)
-
 
 def chart_svg(label: str, points: Sequence[Tuple[str, Optional[float]]]) -> str:
     """One value per run, in run order: a line through the points, each titled with its run and value."""

@@ -26,6 +26,7 @@ from ...manifest.writer import describe_os_error
 from .._common import Exit, say
 from .._pages import html as H
 from .._pages import output
+from .._pages.graph import first_change, lineage_svg
 from .._pages.sweep import sweep_section
 from .._pages.twoway import two_run_page
 from .._runs import NotFound, find_manifest, run_dirs
@@ -85,7 +86,7 @@ def _name(*parts: Any) -> str:
 
 def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str, str]]]:
     """Nodes and edges of runs: depth from the parent chain (a parent not among them is a ``missing``
-    node), parent edges, and same-group edges between consecutive runs of a group."""
+    node), parent edges, and same-group edges between consecutive runs of a group (drawn as a band)."""
     by_id = {str(d.get("run_id")): d for d in docs}
     depth: Dict[str, int] = {}
     nodes: List[Dict[str, Any]] = []
@@ -113,8 +114,9 @@ def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[T
     for rid, d in by_id.items():
         bad = isinstance(d.get("outcome"), dict) and d["outcome"].get("status") not in ("ok", None)
         sub = " ".join(x for x in (str(get(d, "lineage.group", "") or ""), summary.outcome_text(d)) if x and x != "-")
-        nodes.append({"id": rid, "depth": depth_of(rid), "sub": sub, "bad": bad,
-                      "title": "%s %s" % (rid, sub)})
+        group = get(d, "lineage.group", None)
+        nodes.append({"id": rid, "depth": depth_of(rid), "sub": sub, "bad": bad, "title": "%s %s" % (rid, sub),
+                      "group": group if isinstance(group, str) else None})
     nodes += [{"id": m, "depth": 0, "sub": "missing", "missing": True} for m in sorted(missing)]
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for d in docs:
@@ -158,10 +160,11 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
                     parent_of.update((k["run_id"], c["run_id"]) for k in c["children"])
                     nxt.extend(c["children"])
             level, depth = nxt, depth + 1
+    labels = {(str(s["from"]), str(s["to"])): str(s["summary"]).split("; ")[0] for s in result["steps"]}
     steps = "".join("<li>%s &rarr; %s (%s): %s</li>" % (H.esc(s["from"]), H.esc(s["to"]), H.esc(s["reason"]),
                                                           H.esc(s["summary"])) for s in result["steps"])
     lineage = '<section id="lineage"><h2>Lineage</h2>%s%s</section>\n' % (
-        H.lineage_svg(nodes, edges, [rid]), "<ol>%s</ol>" % steps if steps else "")
+        lineage_svg(nodes, edges, [rid], labels), "<ol>%s</ol>" % steps if steps else "")
     body = H.run_section(doc, full=True, check=check) + lineage
     return H.page("Run %s" % rid, "run", body, H.esc(path))
 
@@ -180,8 +183,10 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
     sweeps = "".join(sweep_section(compare_group(g, members[g]), by_id, chart)
                      for g in sorted(members) if len(members[g]) > 1 or g == group)
     nodes, edges = _graph(docs)
+    labels = {(a, b): first_change(by_id[a], by_id[b]) if a in by_id else "parent not found here"
+              for a, b, kind in edges if kind == "parent" and b in by_id}
     body = ('<section id="runs"><h2>Runs</h2>%s</section>\n%s<section id="lineage"><h2>Lineage</h2>%s</section>\n'
-            '%s' % (H.runs_table(docs), sweeps, H.lineage_svg(nodes, edges, by_id),
+            '%s' % (H.runs_table(docs), sweeps, lineage_svg(nodes, edges, by_id, labels),
                     "".join(H.run_section(d, full=False) for d in docs)))
     title = "Sweep %s" % group if group else "%d runs" % len(docs)
     return H.page(title, "sweep" if group else "runs", body, H.esc(", ".join(roots)))
