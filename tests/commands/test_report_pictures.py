@@ -61,6 +61,7 @@ def test_report_of_two_runs_with_results_is_the_same_page(tmp_path, browser):
     assert cli.main(["report", str(a), str(b), "-o", str(out)]) == 0
     dom = dump_dom(out)
     assert dom.index('id="verify"') < dom.index('id="diff"')
+    assert "volatile fields hidden)" in dom and "--all" not in dom  # a page cannot take the flag
     assert polylines(dom) == [("a", "old"), ("b", "new")]
     assert re.findall(r'data-step="(\w+)"', dom) == ["40"]
 

@@ -48,7 +48,7 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:4px 0}
 dd{margin:0;overflow-wrap:anywhere}table{border-collapse:collapse;margin:4px 0;font-size:12.5px}
 th,td{border:1px solid var(--line);padding:2px 6px;text-align:left;vertical-align:top}
 td{max-width:36em;overflow-wrap:anywhere}
-th{background:var(--card);font-weight:600}.scroll{overflow-x:auto}
+th{background:var(--card);font-weight:600}.scroll{overflow-x:auto}.diff th,.diff td:nth-child(2){white-space:nowrap}
 table.sortable th{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25b2"}
 th[aria-sort=descending]::after{content:" \\25bc"}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}.patch{border:1px solid var(--line);padding:4px}
@@ -499,5 +499,5 @@ def diff_section(changes: Sequence[Any], hidden: Mapping[str, int], summary: str
             note = c.extra.get("summary") if c.extra else None
             rows.append([esc(c.path), ("<span class=\"%s\">%s</span>" % (esc(c.kind), esc(c.kind)), None),
                          cell(c.old if note is None else note), cell(c.new if note is None else "")])
-        text.append("<h3>%s</h3>" % esc(cat) + table(["field", "change", esc(old_id), esc(new_id)], rows))
+        text.append("<h3>%s</h3>" % esc(cat) + table(["field", "change", esc(old_id), esc(new_id)], rows, cls="diff"))
     return "".join(text) + "</section>\n"

@@ -45,8 +45,8 @@ def scatter_svg(metric: str, along: str, points: Sequence[Tuple[Any, Optional[fl
         return '<p class="mute">%s</p>' % H.esc("%s: no numeric value to chart" % metric)
     w, h, left, right, top, bottom = 420, 220, 64, 12, 24, 40
     numeric = all(H.number(x) is not None for x, _, _, _ in got)
-    if numeric:
-        ax = Axis([H.number(x) for x, _, _, _ in got], left + 8, w - right - 8)
+    if numeric:  # the range of every run's value, so the charts of one sweep share their x axis
+        ax = Axis([H.number(x) for x, _, _, _ in points if H.number(x) is not None], left + 8, w - right - 8)
         xpos = {i: ax(H.number(p[0])) for i, p in enumerate(got)}
         xticks = [(ax(v), t) for v, t in ax.ticks()]
         bands = ""

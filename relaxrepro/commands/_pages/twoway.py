@@ -127,7 +127,7 @@ def two_run_page(paths: Sequence[str], docs: Sequence[Mapping[str, Any]],
     if result is not None:
         body += verify_section(result, old, new)
     changes, hidden = diff_documents(old, new)
-    body += H.diff_section(changes, hidden, summary_line(changes, hidden), old.get("run_id"), new.get("run_id"),
+    body += H.diff_section(changes, hidden, summary_line(changes, hidden, how=""), old.get("run_id"), new.get("run_id"),
                            CATEGORIES)
     body += '<div class="two">%s</div>' % "".join("<div>%s</div>" % H.run_section(d, full=False) for d in docs)
     return H.page("%s vs %s" % (old.get("run_id"), new.get("run_id")), "diff", body, H.esc(" vs ".join(paths)))
