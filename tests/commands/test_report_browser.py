@@ -125,7 +125,9 @@ def hostile_doc(run_id: str, i: int = 0) -> dict:
         lineage={"group": everything, "note": everything, "parent": {"run_id": p, "reason": p},
                  "trackers": [{"tool": "wandb", "run": JS_URL}, {"tool": "mlflow", "run_id": p, "experiment_id": "1",
                                                                  "tracking_uri": JS_URL}, {"tool": p, "log_dir": p}]},
-        results={"metrics": {p: i, "auc": p}, "outputs": {p: {"kind": "file", "sha256": p}}},
+        results={"metrics": {p: i, "auc": p}, "outputs": {p: {"kind": "file", "sha256": p}},
+                 "trace": {"steps": [0, 1, p], "names": [p, "loss"], "values": [[0.5, p, float(i)], [1.0, 0.5, p]],
+                           "last_step": p, "calls": 3}},
         outcome={"status": p, "exit_code": p},
         collection={"probes": {p: {"status": p, "seconds": p, "warnings": PAYLOADS}}})
 

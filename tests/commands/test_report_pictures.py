@@ -275,3 +275,13 @@ def test_fifty_runs_lay_out_with_no_edge_through_a_box_and_every_edge_labelled(t
 def test_a_route_that_passes_through_a_box_is_caught():
     assert crosses((0, 50), (300, 50), (100, 30, 50, 40)) and not crosses((0, 10), (300, 10), (100, 30, 50, 40))
     assert not crosses((125, 70), (125, 90), (100, 30, 50, 40))  # leaving from its bottom edge
+
+
+def test_a_run_page_draws_its_recorded_trace(tmp_path, browser):
+    old, _ = parting_at(40)
+    out = tmp_path / "run.html"
+    assert cli.main(["report", str(put(tmp_path / "runs", old)), "-o", str(out)]) == 0
+    dom = dump_dom(out)
+    trace_part = dom[dom.index('<section id="trace">'):dom.index('<section id="lineage">')]
+    assert polylines(trace_part) == [("a", "old")] and 'class="mark"' not in trace_part
+    assert re.findall(r'<text class="tick y"[^>]*>([^<]*)</text>', trace_part) == ["0.1", "1"]  # log y: 2 ... 0.1

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import math
 
+from ...analyze.verify import number
+from ...manifest.fields import get
 from .html import esc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 DECADE = 10.0
 """Values spanning more than this ratio (all positive) are drawn on a log scale."""
@@ -89,7 +91,8 @@ def trace_chart(name: str, a: Sequence[Tuple[float, Any]], b: Sequence[Tuple[flo
                 gaps: Sequence[Tuple[float, float]], mark: Optional[Tuple[float, Any]], names: Tuple[Any, Any],
                 xlabel: str = "step") -> str:
     """One scalar of two runs: ``a`` and ``b`` as (x, value) lines on one axis (log y when the values span
-    decades), a marker at ``mark`` (x, the step it shows), and ``gaps`` ((x, |a-b|)) in a panel beneath."""
+    decades), a marker at ``mark`` (x, the step it shows), and ``gaps`` ((x, |a-b|)) in a panel beneath. One
+    run alone: ``b`` empty, ``names[1]`` None."""
     a = [(x, y) for x, y in a if _finite(x) and _finite(y)]
     b = [(x, y) for x, y in b if _finite(x) and _finite(y)]
     if not a and not b:
@@ -98,9 +101,9 @@ def trace_chart(name: str, a: Sequence[Tuple[float, Any]], b: Sequence[Tuple[flo
     xs = [x for x, _ in a + b] + ([mark[0]] if mark is not None else [])
     ax = Axis(xs, left, w - right, log=False)
     ay = Axis([y for _, y in a + b], h - 34, top)
+    key_b = ' &middot; <span class="key-b">&#9644; %s</span>' % esc(names[1]) if names[1] is not None else ""
     out = ['<figure class="trace" data-scalar="%s"><figcaption><b>%s</b> &middot; <span class="key-a">&#9644; %s'
-           '</span> &middot; <span class="key-b">&#9644; %s</span></figcaption>'
-           % (esc(name), esc(name), esc(names[0]), esc(names[1])),
+           '</span>%s</figcaption>' % (esc(name), esc(name), esc(names[0]), key_b),
            '<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
            'role="img" aria-label="%s of both runs over %ss%s">' % (w, h, w, h, esc(name), esc(xlabel),
                                                                     ", log scale" if ay.log else ""),
@@ -146,3 +149,43 @@ def _y_ticks(ay: Axis, left: int) -> List[str]:
 def _x_ticks(ax: Axis, y: int) -> List[str]:
     return ['<text class="tick x" x="%.1f" y="%d" text-anchor="middle">%s</text>' % (ax(v), y + 14, esc(t))
             for v, t in ax.ticks()]
+
+
+def trace_columns(trace: Any) -> Tuple[List[Any], Dict[str, List[Any]]]:
+    """(steps, {scalar: values as numbers}) of a recorded trace, rows in the order written."""
+    if not isinstance(trace, dict):
+        return [], {}
+    steps = trace.get("steps") if isinstance(trace.get("steps"), list) else []
+    names = trace.get("names") if isinstance(trace.get("names"), list) else []
+    values = trace.get("values") if isinstance(trace.get("values"), list) else []
+    cols = {str(n): [number(v) for v in c] for n, c in zip(names, values) if isinstance(c, list)}
+    return steps, cols
+
+
+def row_keys(steps: Sequence[Any]) -> List[Tuple[Any, int]]:
+    """Each row's (step, how many rows of that step came before): a step that comes again pairs by rank."""
+    seen: Dict[Any, int] = {}
+    out = []
+    for s in steps:
+        k = s if type(s) in (int, float) else repr(s)
+        out.append((k, seen.get(k, 0)))
+        seen[k] = seen.get(k, 0) + 1
+    return out
+
+
+def x_of(steps: Sequence[Any]) -> Tuple[List[float], str]:
+    """The x of each row: its step where steps only grow and are numbers, else its row number."""
+    if all(type(s) in (int, float) for s in steps) and all(x < y for x, y in zip(steps, steps[1:])):
+        return [float(s) for s in steps], "step"
+    return [float(i) for i in range(len(steps))], "row"
+
+
+def run_trace(doc: Mapping[str, Any]) -> str:
+    """A run's recorded trace: a small chart per scalar over the steps; empty when none was recorded."""
+    steps, cols = trace_columns(get(doc, "results.trace", None))
+    if not cols:
+        return ""
+    xs, xlabel = x_of(steps)
+    return '<section id="trace"><h2>Trace</h2>%s</section>\n' % "".join(
+        trace_chart(name, list(zip(xs, col)), [], [], None, (doc.get("run_id"), None), xlabel)
+        for name, col in cols.items())

@@ -5,68 +5,39 @@ and metrics side by side; then ``diff``'s changes and both cards."""
 from __future__ import annotations
 
 from ...analyze.diff import CATEGORIES, diff_documents, summary_line
-from ...analyze.verify import DIVERGED, REPRODUCED, number, shown, verify
+from ...analyze.verify import DIVERGED, REPRODUCED, shown, verify
 from ...manifest.fields import get
 from . import html as H
-from .charts import trace_chart
+from .charts import row_keys, trace_chart, trace_columns, x_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+    from typing import Any, Mapping, Optional, Sequence, Tuple
 
 
 def has_results(doc: Mapping[str, Any]) -> bool:
     return isinstance(doc.get("results"), dict) and bool(doc["results"])
 
 
-def _columns(trace: Any) -> Tuple[List[Any], Dict[str, List[Any]]]:
-    """(steps, {scalar: values as numbers}) of a recorded trace, rows in the order written."""
-    if not isinstance(trace, dict):
-        return [], {}
-    steps = trace.get("steps") if isinstance(trace.get("steps"), list) else []
-    names = trace.get("names") if isinstance(trace.get("names"), list) else []
-    values = trace.get("values") if isinstance(trace.get("values"), list) else []
-    cols = {str(n): [number(v) for v in c] for n, c in zip(names, values) if isinstance(c, list)}
-    return steps, cols
-
-
-def _keys(steps: Sequence[Any]) -> List[Tuple[Any, int]]:
-    """Each row's (step, how many rows of that step came before): a step that comes again pairs by rank."""
-    seen: Dict[Any, int] = {}
-    out = []
-    for s in steps:
-        k = s if type(s) in (int, float) else repr(s)
-        out.append((k, seen.get(k, 0)))
-        seen[k] = seen.get(k, 0) + 1
-    return out
-
-
-def _xs(steps: Sequence[Any]) -> Tuple[List[float], str]:
-    """The x of each row: its step where steps only grow and are numbers, else its row number."""
-    if all(type(s) in (int, float) for s in steps) and all(x < y for x, y in zip(steps, steps[1:])):
-        return [float(s) for s in steps], "step"
-    return [float(i) for i in range(len(steps))], "row"
-
-
 def trace_charts(result: Mapping[str, Any], old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """A chart per traced scalar of either run, both runs' lines over the steps; the first step ``verify``
     found them parting marked (none when nothing differs)."""
-    sa, ca = _columns(get(old, "results.trace", None))
-    sb, cb = _columns(get(new, "results.trace", None))
+    sa, ca = trace_columns(get(old, "results.trace", None))
+    sb, cb = trace_columns(get(new, "results.trace", None))
     if not ca and not cb:
         return ""
-    xa, xlabel = _xs(sa)
-    xb, xlabel_b = _xs(sb)
+    xa, xlabel = x_of(sa)
+    xb, xlabel_b = x_of(sb)
     if xlabel != xlabel_b:
         xa, xb, xlabel = [float(i) for i in range(len(sa))], [float(i) for i in range(len(sb))], "row"
-    row_b = {k: j for j, k in enumerate(_keys(sb))}
-    pairs = [(i, row_b[k]) for i, k in enumerate(_keys(sa)) if k in row_b]
+    row_b = {k: j for j, k in enumerate(row_keys(sb))}
+    pairs = [(i, row_b[k]) for i, k in enumerate(row_keys(sa)) if k in row_b]
     first = (result.get("trace") or {}).get("first")
     mark = None
     if first:
         want = (first["step"] if type(first["step"]) in (int, float) else repr(first["step"]),
                 int(first.get("occurrence") or 1) - 1)
-        rows = [i for i, k in enumerate(_keys(sa)) if k == want]
+        rows = [i for i, k in enumerate(row_keys(sa)) if k == want]
         if rows:
             mark = (xa[rows[0]], first["step"])
     ids = (old.get("run_id"), new.get("run_id"))

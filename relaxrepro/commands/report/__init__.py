@@ -26,6 +26,7 @@ from ...manifest.writer import describe_os_error
 from .._common import Exit, say
 from .._pages import html as H
 from .._pages import output
+from .._pages.charts import run_trace
 from .._pages.graph import first_change, lineage_svg
 from .._pages.sweep import sweep_section
 from .._pages.twoway import two_run_page
@@ -165,7 +166,7 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
                                                           H.esc(s["summary"])) for s in result["steps"])
     lineage = '<section id="lineage"><h2>Lineage</h2>%s%s</section>\n' % (
         lineage_svg(nodes, edges, [rid], labels), "<ol>%s</ol>" % steps if steps else "")
-    body = H.run_section(doc, full=True, check=check) + lineage
+    body = H.run_section(doc, full=True, check=check) + run_trace(doc) + lineage
     return H.page("Run %s" % rid, "run", body, H.esc(path))
 
 
