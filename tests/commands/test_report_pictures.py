@@ -123,6 +123,8 @@ def test_a_page_outside_any_checkout_goes_beside_the_runs(tmp_path):
     assert res.stdout == "exp/runs/report.html\n" and (runs / "report.html").is_file()
     res = run_cli("report", str(a), str(b), cwd=tmp_path)  # two files: their common directory
     assert res.stdout == "exp/runs/report_old_vs_new.html\n", res.stderr
+    res = run_cli("report", "old", "--runs", "exp/runs", cwd=tmp_path)  # a run id: where its manifest is
+    assert res.stdout == "exp/runs/report_old.html\n", res.stderr
 
 
 def lr_sweep(runs: Path) -> None:

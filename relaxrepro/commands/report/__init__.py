@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
                 return Exit.FAIL
             text = runs_page(good, roots, args.group, args.chart)
             default = _name(args.group) if args.group else "report.html"
-        path, note = output.target(args.output, default, inputs, os.environ)
+        path, note = output.target(args.output, default, roots + picked, os.environ)
         output.write(path, text)
         if note:
             say("relaxrepro report: note: %s: written to %s instead (-o names the file)", note, path)
