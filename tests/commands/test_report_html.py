@@ -10,6 +10,7 @@ import pytest
 
 from relaxrepro.commands._pages import html as H
 from relaxrepro.commands._pages.graph import lineage_svg
+from relaxrepro.commands._pages.sweep import scatter_svg
 
 
 @pytest.mark.parametrize("value, shown", [
@@ -103,3 +104,12 @@ def test_untracked_files_are_shown_by_path():
         "count": 2, "files": [{"path": "notes.txt", "size": 3}, {"path": "data/<x>.csv", "size": 9}]}}}}
     text = H._code_block(doc)
     assert "notes.txt, data/&lt;x&gt;.csv" in text and "size" not in text
+
+
+def test_a_sweep_chart_draws_other_values_as_bands_and_one_label_each():
+    svg = scatter_svg("metric.auc", "arg.opt", [("adam", 0.9, "r1", "ok"), ("sgd", 0.8, "r2", "ok"),
+                                                ("adam", 0.91, "r3", "failed"), ("<x>", 0.7, "r4", "ok")])
+    assert re.findall(r'<text class="tick x"[^>]*>([^<]*)</text>', svg) == ["&lt;x&gt;", "adam", "sgd"]
+    assert svg.count('<rect class="band"') == 2 and "<polyline" not in svg  # no line across categories
+    assert re.findall(r'class="pt( failed)?" data-run="(\w+)"', svg) == [("", "r1"), ("", "r2"), (" failed", "r3"),
+                                                                        ("", "r4")]

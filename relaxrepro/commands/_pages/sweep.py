@@ -4,6 +4,8 @@ replays drawn apart), and how alike the runs came out, as a sentence and a bar."
 
 from __future__ import annotations
 
+import json
+
 from ...analyze.compare import replays_line
 from ...manifest.fields import get
 from . import html as H
@@ -37,6 +39,11 @@ def _axes(varying: Mapping[str, Sequence[Any]]) -> List[str]:
     return sorted(keys, key=lambda k: (next(i for i, p in enumerate(order) if k.startswith(p)), k))[:MAX_AXES]
 
 
+def _text(value: Any) -> str:
+    """A category's name, unescaped (the tick escapes it once)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+
+
 def scatter_svg(metric: str, along: str, points: Sequence[Tuple[Any, Optional[float], str, str]]) -> str:
     """``metric`` against ``along``: a point per run ((x value, y, run id, kind)); numbers on a linear or log
     axis, anything else as one band per distinct value; ok runs joined in x order."""
@@ -51,10 +58,10 @@ def scatter_svg(metric: str, along: str, points: Sequence[Tuple[Any, Optional[fl
         xticks = [(ax(v), t) for v, t in ax.ticks()]
         bands = ""
     else:
-        cats = sorted({H.cell(x, 40) for x, _, _, _ in got})
+        cats = sorted({_text(x) for x, _, _, _ in got})
         step = (w - left - right) / len(cats)
-        xpos = {i: left + step * (cats.index(H.cell(p[0], 40)) + 0.5) for i, p in enumerate(got)}
-        xticks = [(left + step * (i + 0.5), c) for i, c in enumerate(cats)]
+        xpos = {i: left + step * (cats.index(_text(p[0])) + 0.5) for i, p in enumerate(got)}
+        xticks = [(left + step * (i + 0.5), c[:24]) for i, c in enumerate(cats)]
         bands = "".join('<rect class="band" x="%.1f" y="%d" width="%.1f" height="%d"/>' % (
             left + step * i, top, step, h - bottom - top) for i in range(0, len(cats), 2))
     ay = Axis([y for _, y, _, _ in got], h - bottom - 6, top + 6)
