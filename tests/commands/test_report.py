@@ -68,8 +68,8 @@ def test_a_run_id_is_found_under_the_directories_and_the_default_name_is_its_id(
     tree = sweep_tree(tmp_path / "runs")
     os.chdir(tmp_path)
     assert cli.main(["report", B, str(tree)]) == 0
-    assert capsys.readouterr().out == "report_%s.html\n" % B
-    assert "<title>Run %s</title>" % B in (tmp_path / ("report_%s.html" % B)).read_text()
+    assert capsys.readouterr().out == "runs/report_%s.html\n" % B  # beside the runs: their common directory
+    assert "<title>Run %s</title>" % B in (tmp_path / "runs" / ("report_%s.html" % B)).read_text()
 
 
 def test_against_adds_checks_verdicts(tmp_path):
