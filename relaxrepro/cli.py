@@ -200,16 +200,17 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
         "report", help="one self-contained HTML page: a run, two runs' diff, or every run (sweeps, lineage)",
         description="Write one HTML file (no network, no external file; readable with scripts off). One run "
         "(a manifest, or a run id found under the directories given): its page, with its lineage. Two runs: "
-        "their diff side by side. Directories: every run below them, a sweep per group, the lineage graph. "
-        "Default file: report_<run-id>.html (report_<a>_vs_<b>.html, report_<group>.html, report.html); an "
-        "existing file is replaced only if it is a relaxrepro report.")
+        "verify's verdict with both traces, and their diff. Directories: every run below them, a sweep per "
+        "group, the lineage graph. Default file: report_<run-id>.html (report_<a>_vs_<b>.html, "
+        "report_<group>.html, report.html) beside the runs, or in the user's cache where a git checkout would "
+        "record it; an existing file is replaced only if it is a relaxrepro report.")
     rep.add_argument("inputs", nargs="*", metavar="RUN|MANIFEST|DIR", help="default: every run below .")
     rep.add_argument("--output", "-o", metavar="OUT", help="the file to write, or a directory to write it in")
     rep.add_argument("--against", metavar="MANIFEST", help="one run: add check's verdicts against this manifest")
     rep.add_argument("--here", action="store_true", help="one run: add check's verdicts against this machine")
     rep.add_argument("--group", metavar="NAME", help="directories: only this group's runs (a sweep page)")
-    rep.add_argument("--chart", metavar="COLUMN", help="the sweep column to chart (metric.NAME, arg.NAME, ...; "
-                     "default: the first metric, else the first numeric column)")
+    rep.add_argument("--chart", metavar="COLUMN", help="chart only this metric (metric.NAME) or only against this "
+                     "varying value (arg.NAME, ...); default: each metric against each value that varies")
     _add_runs(rep)
 
 
