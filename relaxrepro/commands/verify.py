@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     result = verify(docs[0], docs[1], rtol=args.rtol, atol=args.atol, steps=args.steps)
     if getattr(args, "html", None) is not None:
         try:
-            path, _ = output.target(args.html, "verify.html", paths, os.environ)
+            path, _ = output.target(args.html, "verify.html", paths, os.environ, flag="--html")
             output.write(path, two_run_page(paths, docs, result))
         except output.NotOurs as exc:
             say("relaxrepro verify: error: %s", str(exc))

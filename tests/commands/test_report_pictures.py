@@ -83,7 +83,7 @@ def test_verify_html_never_replaces_a_file_it_did_not_write(tmp_path, capsys):
     victim.write_text("<p>mine</p>")
     assert cli.main(["verify", str(a), str(b), "--html", str(victim)]) == 2
     assert capsys.readouterr().err == ("relaxrepro verify: error: %s exists and is not a relaxrepro report: not "
-                                       "replaced (name another file with -o)\n" % victim)
+                                       "replaced (name another file with --html)\n" % victim)
     assert victim.read_text() == "<p>mine</p>"
 
 

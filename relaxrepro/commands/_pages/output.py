@@ -69,10 +69,11 @@ def cache_dir(env: Mapping[str, str]) -> str:
     return os.path.join(base, "relaxrepro", "reports")
 
 
-def target(output: Optional[str], name: str, inputs: Sequence[str], env: Mapping[str, str]) -> Tuple[str, str]:
+def target(output: Optional[str], name: str, inputs: Sequence[str], env: Mapping[str, str],
+           flag: str = "-o") -> Tuple[str, str]:
     """(path, note): ``-o FILE``, ``-o DIR`` (``name`` inside), else ``name`` beside ``inputs`` -- or in the
     cache when that would dirty a checkout, and ``note`` says so. Raises :class:`NotOurs` over a file that
-    is not one of our pages."""
+    is not one of our pages (its message names ``flag``, the option that names the file)."""
     note = ""
     if output is not None:
         path = os.path.join(output, name) if os.path.isdir(output) else output
@@ -83,7 +84,8 @@ def target(output: Optional[str], name: str, inputs: Sequence[str], env: Mapping
             note = "%s would be a change in a git checkout (not ignored there)" % path
             path = os.path.join(cache_dir(env), name)
     if os.path.lexists(path) and not ours(path):
-        raise NotOurs("%s exists and is not a relaxrepro report: not replaced (name another file with -o)" % path)
+        raise NotOurs("%s exists and is not a relaxrepro report: not replaced (name another file with %s)"
+                      % (path, flag))
     return path, note
 
 
