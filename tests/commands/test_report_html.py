@@ -113,3 +113,12 @@ def test_a_sweep_chart_draws_other_values_as_bands_and_one_label_each():
     assert svg.count('<rect class="band"') == 2 and "<polyline" not in svg  # no line across categories
     assert re.findall(r'class="pt( failed)?" data-run="(\w+)"', svg) == [("", "r1"), ("", "r2"), (" failed", "r3"),
                                                                         ("", "r4")]
+
+
+def test_a_cycle_of_parents_is_drawn_inside_the_picture():
+    nodes = [{"id": "a", "depth": 1}, {"id": "b", "depth": 2}]
+    svg = lineage_svg(nodes, [("a", "b", "parent"), ("b", "a", "parent")])
+    w, h = map(float, re.search(r'viewBox="0 0 (\d+) (\d+)"', svg).groups())
+    points = [tuple(map(float, p.split())) for d in re.findall(r'data-edge="parent"[^>]* d="M([^"]+)"', svg)
+              for p in d.split("L")]
+    assert len(points) > 4 and all(0 <= x <= w and 0 <= y <= h for x, y in points)

@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 NW, NH, GX, GY, PER_ROW, PAD = 196, 40, 28, 56, 6, 20
 """Box width and height, the gaps between columns and rows, boxes per row at most, the margin."""
+TOP = PAD + 12
+"""The first row's top: room above it for a line that comes back up (a parent drawn below its child: a cycle)."""
 
 
 def _cell(value: Any) -> str:
@@ -90,11 +92,11 @@ def layout(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Tuple[str, str, s
     rows += [apart[i:i + PER_ROW] for i in range(0, len(apart), PER_ROW)]
     for row, members in enumerate(rows):
         for col, n in enumerate(members):
-            pos[str(n["id"])] = (PAD + col * (NW + GX), PAD + 18 * (apart_row is not None and row >= apart_row)
+            pos[str(n["id"])] = (PAD + col * (NW + GX), TOP + 18 * (apart_row is not None and row >= apart_row)
                                  + row * (NH + GY))
         cols = max(cols, len(members))
-    height = 2 * PAD + len(rows) * (NH + GY) - GY + (18 if apart_row is not None else 0)
-    apart_y = PAD + apart_row * (NH + GY) if apart_row is not None else None
+    height = TOP + PAD + len(rows) * (NH + GY) - GY + (18 if apart_row is not None else 0)
+    apart_y = TOP + apart_row * (NH + GY) if apart_row is not None else None
     return pos, 2 * PAD + cols * (NW + GX) - GX, height, apart_y
 
 
