@@ -212,9 +212,10 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
         "report", help="one self-contained HTML page: a run, two runs' diff, or every run (sweeps, lineage)",
         description="Write one HTML file (no network, no external file; readable with scripts off). One run "
         "(a manifest, or a run id found under the directories given): its page, with its lineage. Two runs: "
-        "their diff side by side. Directories: every run below them, a sweep per group, the lineage graph. "
-        "Default file: report_<run-id>.html (report_<a>_vs_<b>.html, report_<group>.html, report.html); an "
-        "existing file is replaced only if it is a relaxrepro report.")
+        "verify's verdict with both traces, and their diff. Directories: every run below them, a sweep per "
+        "group, the lineage graph. Default file: report_<run-id>.html (report_<a>_vs_<b>.html, "
+        "report_<group>.html, report.html) beside the runs, or in the user's cache where a git checkout would "
+        "record it; an existing file is replaced only if it is a relaxrepro report.")
     rep.add_argument("inputs", nargs="*", metavar="RUN|MANIFEST|DIR", help="default: every run below .")
     rep.add_argument("--output", "-o", metavar="OUT", help="the file to write, or a directory to write it in")
     rep.add_argument("--against", metavar="MANIFEST", help="one run: add check's verdicts against this manifest")
@@ -222,8 +223,8 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
     rep.add_argument("--group", metavar="NAME", help="directories: only this group's runs (a sweep page)")
     rep.add_argument("--json", action="store_true", help="say what was written as JSON (path, kind: run, diff, runs "
                      "or group, the run ids, bytes) instead of the path")
-    rep.add_argument("--chart", metavar="COLUMN", help="the sweep column to chart (metric.NAME, arg.NAME, ...; "
-                     "default: the first metric, else the first numeric column)")
+    rep.add_argument("--chart", metavar="COLUMN", help="chart only this metric (metric.NAME) or only against this "
+                     "varying value (arg.NAME, ...); default: each metric against each value that varies")
     _add_runs(rep)
 
 
@@ -352,6 +353,9 @@ def _add_verify(sub: "argparse._SubParsersAction") -> None:
     ver.add_argument("--steps", type=int, metavar="N",
                      help="compare only the first N trace steps (no outputs, metrics)")
     ver.add_argument("--json", action="store_true", help="machine-readable report")
+    ver.add_argument("--html", metavar="FILE",
+                     help="also write a page: the verdict, both runs' traces on one chart each with the step where "
+                          "they part marked, metrics and outputs side by side, what else differs")
     _add_runs(ver)
 
 

@@ -56,6 +56,13 @@ def build(base: Path) -> None:
             {"status": "exit", "exit_code": 1, "duration_s": 640.0}, **common))
 
 
+def _trace(part: "int | None") -> dict:
+    """A loss traced over 100 steps, another from step ``part`` on."""
+    loss = [2.0 * 0.97 ** i * (1 + 0.004 * max(0, i - part + 1) if part else 1) for i in range(100)]
+    return {"steps": list(range(100)), "names": ["loss"], "values": [[x.hex() for x in loss]], "last_step": 99,
+            "calls": 100}
+
+
 def main() -> int:
     if chromium() is None:
         sys.stderr.write("tools/screenshots.py: chromium not found (apt-get install -y chromium)\n")
@@ -75,6 +82,10 @@ def main() -> int:
             assert cli.main(["report", *argv, "-o", str(page)]) == 0
             screenshot(page, out / ("report-%s.png" % name), width=1000, height=height)
         screenshot(Path(tmp) / "runs.html", out / "report-runs-dark.png", width=1000, height=700, dark=True)
+        pair = [put(Path("pair"), make_doc(rid, schema_version="1.3", results={
+            "metrics": {"reward": 0.71}, "trace": _trace(part)})) for rid, part in (("original", None), ("replay", 40))]
+        assert cli.main(["verify", str(pair[0]), str(pair[1]), "--html", "verify.html"]) == 1
+        screenshot(Path(tmp) / "verify.html", out / "report-verify.png", width=1000, height=800)
     return 0
 
 

@@ -348,8 +348,9 @@ def _diff_packages(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[Chang
 
 # -- in one line -------------------------------------------------------------------------------
 
-def summary_line(changes: List[Change], hidden: Mapping[str, int]) -> str:
-    """One line: ``3 differences: code 1, packages 2`` and what was hidden."""
+def summary_line(changes: List[Change], hidden: Mapping[str, int], how: str = "; --all shows them") -> str:
+    """One line: ``3 differences: code 1, packages 2`` and what was hidden (``how``: how to see it, where the
+    reader can; a page cannot take ``--all``)."""
     counts: Dict[str, int] = {}
     for c in changes:
         counts[c.category] = counts.get(c.category, 0) + 1
@@ -359,7 +360,7 @@ def summary_line(changes: List[Change], hidden: Mapping[str, int]) -> str:
         notes.append("%d volatile field%s hidden" % (volatile, "" if volatile == 1 else "s"))
     if unrecorded:
         notes.append("%d field%s not recorded on one side" % (unrecorded, "" if unrecorded == 1 else "s"))
-    note = " (%s; --all shows them)" % ", ".join(notes) if notes else ""
+    note = " (%s%s)" % (", ".join(notes), how) if notes else ""
     if not changes:
         return "identical" + note
     parts = ", ".join("%s %d" % (_SHORT.get(k, k), counts[k]) for k in CATEGORIES if k in counts)

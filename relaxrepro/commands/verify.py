@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 
 from ..analyze.verify import render, verify
+from ..manifest.writer import describe_os_error
 from ._common import Exit, say, verify_exit
+from ._pages import output
+from ._pages.twoway import two_run_page
 from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
@@ -27,13 +31,24 @@ def run(args: argparse.Namespace) -> int:
         return Exit.USAGE
     if not resolve_args("verify", args, "old", "new"):
         return Exit.USAGE
-    docs = []
+    docs, paths = [], []
     for given in (args.old, args.new):
         read = read_or_report("verify", given)
         if read is None:
             return Exit.USAGE
         docs.append(read[0])
+        paths.append(given)
     result = verify(docs[0], docs[1], rtol=args.rtol, atol=args.atol, steps=args.steps)
+    if getattr(args, "html", None) is not None:
+        try:
+            path, _ = output.target(args.html, "verify.html", paths, os.environ, flag="--html")
+            output.write(path, two_run_page(paths, docs, result))
+        except output.NotOurs as exc:
+            say("relaxrepro verify: error: %s", str(exc))
+            return Exit.USAGE
+        except OSError as exc:
+            say("relaxrepro verify: error: %s", describe_os_error(exc, args.html))
+            return Exit.USAGE
     if args.json:
         # ensure_ascii: control characters from the files leave as \u escapes, never raw
         sys.stdout.write(json.dumps(result, sort_keys=True, indent=1, ensure_ascii=True, default=str) + "\n")

@@ -68,8 +68,8 @@ def test_a_run_id_is_found_under_the_directories_and_the_default_name_is_its_id(
     tree = sweep_tree(tmp_path / "runs")
     os.chdir(tmp_path)
     assert cli.main(["report", B, str(tree)]) == 0
-    assert capsys.readouterr().out == "report_%s.html\n" % B
-    assert "<title>Run %s</title>" % B in (tmp_path / ("report_%s.html" % B)).read_text()
+    assert capsys.readouterr().out == "runs/report_%s.html\n" % B  # beside the runs: their common directory
+    assert "<title>Run %s</title>" % B in (tmp_path / "runs" / ("report_%s.html" % B)).read_text()
 
 
 def test_against_adds_checks_verdicts(tmp_path):
@@ -101,8 +101,11 @@ def test_directories_give_every_run_a_sweep_per_group_and_the_graph(tmp_path):
     sweep = page[page.index('<section id="group-lr"'):page.index('<section id="lineage"')]
     assert "<th>metric.auc</th><th>metric.loss</th><th>arg.lr</th>" in sweep
     assert sweep.count("<tr>") == 4 and "code.proj" not in sweep  # equal in all runs: left out
-    assert 'aria-label="metric.auc across runs"' in sweep and sweep.count("<circle") == 2  # NaN is no point
-    assert page.count('data-edge="parent"') == 3 and page.count('data-edge="group"') == 2
+    charts = re.findall(r'aria-label="(metric\.\w+) against arg\.lr[",]', sweep)
+    assert charts == ["metric.auc", "metric.loss"]  # each metric against the argument that varies
+    auc = sweep[sweep.index('aria-label="metric.auc against'):sweep.index('aria-label="metric.loss against')]
+    assert auc.count("<circle") == 2  # NaN is no point
+    assert page.count('data-edge="parent"') == 3 and page.count('data-group="lr"') == 1  # one band, no dashes
     assert '<g class="n bad" data-run="%s">' % D in page
 
 
@@ -110,7 +113,10 @@ def test_group_and_chart_choose_the_sweep_and_its_column(tmp_path):
     tree = sweep_tree(tmp_path / "runs")
     page = report(tmp_path, str(tree), "--group", "lr", "--chart", "arg.lr")
     assert 'data-page="sweep"' in page and page.count('<section id="run-') == 3
-    assert 'aria-label="arg.lr across runs"' in page
+    assert re.findall(r'aria-label="([\w.]+ against [\w.]+)[",]', page) == ["metric.auc against arg.lr",
+                                                                            "metric.loss against arg.lr"]
+    page = report(tmp_path, str(tree), "--group", "lr", "--chart", "metric.loss")
+    assert re.findall(r'aria-label="([\w.]+ against [\w.]+)[",]', page) == ["metric.loss against arg.lr"]
     page = report(tmp_path, str(tree), "--group", "lr", "--chart", "arg.nope")
     assert "chart: arg.nope does not vary in this group" in page
 
@@ -182,8 +188,9 @@ def test_a_hostile_run_id_never_names_the_file(tmp_path, capsys):
     path = put(tmp_path / "runs", make_doc("../../evil"), name="manifest_x.json")
     os.chdir(tmp_path)
     assert cli.main(["report", str(path)]) == 0
-    assert capsys.readouterr().out == "report.html\n"
-    assert sorted(os.listdir(tmp_path)) == ["report.html", "runs"]
+    assert capsys.readouterr().out == "runs/report.html\n"  # beside the run it shows
+    assert sorted(os.listdir(tmp_path)) == ["runs"] and sorted(os.listdir(tmp_path / "runs")) == [
+        "manifest_x.json", "report.html"]
 
 
 # -- refusals ---------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def test_runs_page_in_the_browser(tmp_path):
     ran_clean(dom)
     assert re.findall(r'<section id="run-(\w+)"', dom) == [A, B, C, D]
     assert sorted(re.findall(r'<g class="n[^"]*" data-run="(\w+)"', dom)) == [A, B, C, D]
-    assert dom.count('data-edge="parent"') == 3 and dom.count('data-edge="group"') == 2
+    assert dom.count('data-edge="parent"') == 3 and dom.count('<rect class="gband" data-group="lr"') == 1
     sweep = dom[dom.index('id="group-lr"'):dom.index('id="lineage"')]
     assert re.findall(r'<tr><td><a href="#run-(\w+)">', sweep) == [B, C, D]
     assert sweep.count('<th tabindex="0"') == 4  # run, metric.auc, metric.loss, arg.lr: each sorts
@@ -72,7 +72,7 @@ def test_sweep_and_diff_pages_in_the_browser(tmp_path):
     tree = sweep_tree(tmp_path / "runs")
     dom = dump_dom(render(tmp_path, str(tree), "--group", "lr", name="sweep.html"))
     ran_clean(dom)
-    assert 'data-page="sweep"' in dom and dom.count("<circle") == 2
+    assert 'data-page="sweep"' in dom and dom.count("<circle") == 5  # auc (its NaN no point), loss
     dom = dump_dom(render(tmp_path, str(tree / "base" / ("manifest_%s.json" % A)),
                           str(tree / "sweep" / ("manifest_%s.json" % B)), name="diff.html"))
     ran_clean(dom)
@@ -125,7 +125,9 @@ def hostile_doc(run_id: str, i: int = 0) -> dict:
         lineage={"group": everything, "note": everything, "parent": {"run_id": p, "reason": p},
                  "trackers": [{"tool": "wandb", "run": JS_URL}, {"tool": "mlflow", "run_id": p, "experiment_id": "1",
                                                                  "tracking_uri": JS_URL}, {"tool": p, "log_dir": p}]},
-        results={"metrics": {p: i, "auc": p}, "outputs": {p: {"kind": "file", "sha256": p}}},
+        results={"metrics": {p: i, "auc": p}, "outputs": {p: {"kind": "file", "sha256": p}},
+                 "trace": {"steps": [0, 1, p], "names": [p, "loss"], "values": [[0.5, p, float(i)], [1.0, 0.5, p]],
+                           "last_step": p, "calls": 3}},
         outcome={"status": p, "exit_code": p},
         collection={"probes": {p: {"status": p, "seconds": p, "warnings": PAYLOADS}}})
 

@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from relaxrepro.commands.report import html as H
+from relaxrepro.commands._pages import html as H
+from relaxrepro.commands._pages.graph import lineage_svg
+from relaxrepro.commands._pages.sweep import scatter_svg
 
 
 @pytest.mark.parametrize("value, shown", [
@@ -73,9 +75,11 @@ def test_no_remote_reference_in_the_page_shell():
 
 
 def test_lineage_svg_lays_runs_out_below_their_parents_and_links_them():
-    nodes = [{"id": "a", "depth": 0}, {"id": "b", "depth": 1, "bad": True}, {"id": '"<x>', "depth": 1}]
-    svg = H.lineage_svg(nodes, [("a", "b", "parent"), ("b", '"<x>', "group"), ("a", "gone", "parent")], ["a"])
-    assert svg.count('data-edge="parent"') == 1 and svg.count('data-edge="group"') == 1
+    nodes = [{"id": "a", "depth": 0}, {"id": "b", "depth": 1, "bad": True, "group": "g"},
+             {"id": '"<x>', "depth": 1, "group": "g"}]
+    edges = [("a", "b", "parent"), ("a", '"<x>', "parent"), ("b", '"<x>', "group"), ("a", "gone", "parent")]
+    svg = lineage_svg(nodes, edges, ["a"])
+    assert svg.count('data-edge="parent"') == 2 and svg.count('data-group="g"') == 1  # a band behind b and "<x>
     assert '<a href="#run-a">' in svg and 'href="#run-b"' not in svg
     assert '<g class="n bad" data-run="b">' in svg
     assert "&quot;&lt;x&gt;" in svg and '"<x>' not in svg
@@ -100,3 +104,21 @@ def test_untracked_files_are_shown_by_path():
         "count": 2, "files": [{"path": "notes.txt", "size": 3}, {"path": "data/<x>.csv", "size": 9}]}}}}
     text = H._code_block(doc)
     assert "notes.txt, data/&lt;x&gt;.csv" in text and "size" not in text
+
+
+def test_a_sweep_chart_draws_other_values_as_bands_and_one_label_each():
+    svg = scatter_svg("metric.auc", "arg.opt", [("adam", 0.9, "r1", "ok"), ("sgd", 0.8, "r2", "ok"),
+                                                ("adam", 0.91, "r3", "failed"), ("<x>", 0.7, "r4", "ok")])
+    assert re.findall(r'<text class="tick x"[^>]*>([^<]*)</text>', svg) == ["&lt;x&gt;", "adam", "sgd"]
+    assert svg.count('<rect class="band"') == 2 and "<polyline" not in svg  # no line across categories
+    assert re.findall(r'class="pt( failed)?" data-run="(\w+)"', svg) == [("", "r1"), ("", "r2"), (" failed", "r3"),
+                                                                        ("", "r4")]
+
+
+def test_a_cycle_of_parents_is_drawn_inside_the_picture():
+    nodes = [{"id": "a", "depth": 1}, {"id": "b", "depth": 2}]
+    svg = lineage_svg(nodes, [("a", "b", "parent"), ("b", "a", "parent")])
+    w, h = map(float, re.search(r'viewBox="0 0 (\d+) (\d+)"', svg).groups())
+    points = [tuple(map(float, p.split())) for d in re.findall(r'data-edge="parent"[^>]* d="M([^"]+)"', svg)
+              for p in d.split("L")]
+    assert len(points) > 4 and all(0 <= x <= w and 0 <= y <= h for x, y in points)

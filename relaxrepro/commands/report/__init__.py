@@ -6,7 +6,7 @@ the ``diff`` of the two; directories alone give every run below them: a table, t
 per group (``compare``'s table) and a card per run; ``--group NAME`` only that group's runs.
 
 The data comes from the analyses the commands share (:mod:`relaxrepro.analyze`: ``compare_group``, ``ancestry``,
-``diff_documents``, ``check``'s rules); :mod:`.html` turns it into the page. The page is written
+``diff_documents``, ``check``'s rules); :mod:`.._pages` turns it into the page. The page is written
 atomically, and only over a file that is itself a relaxrepro report.
 """
 
@@ -18,16 +18,19 @@ import sys
 
 from ...analyze.check import judge
 from ...analyze.compare import compare_group
-from ...analyze.diff import CATEGORIES, diff_documents, summary_line
 from ...analyze.lineage import ancestry, descendants
 from ...manifest import scan, summary
 from ...manifest.fields import get
 from ...manifest.reader import ManifestError, read_manifest_file
-from ...manifest.writer import describe_os_error, replace_atomically
-from ...std.files import read_regular
+from ...manifest.writer import describe_os_error
 from .._common import Exit, print_json, say
+from .._pages import html as H
+from .._pages import output
+from .._pages.charts import run_trace
+from .._pages.graph import first_change, lineage_svg
+from .._pages.sweep import sweep_section
+from .._pages.twoway import two_run_page
 from .._runs import NotFound, find_manifest, run_dirs
-from . import html as H
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -84,7 +87,7 @@ def _name(*parts: Any) -> str:
 
 def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[Tuple[str, str, str]]]:
     """Nodes and edges of runs: depth from the parent chain (a parent not among them is a ``missing``
-    node), parent edges, and same-group edges between consecutive runs of a group."""
+    node), parent edges, and same-group edges between consecutive runs of a group (drawn as a band)."""
     by_id = {str(d.get("run_id")): d for d in docs}
     depth: Dict[str, int] = {}
     nodes: List[Dict[str, Any]] = []
@@ -112,8 +115,9 @@ def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[T
     for rid, d in by_id.items():
         bad = isinstance(d.get("outcome"), dict) and d["outcome"].get("status") not in ("ok", None)
         sub = " ".join(x for x in (str(get(d, "lineage.group", "") or ""), summary.outcome_text(d)) if x and x != "-")
-        nodes.append({"id": rid, "depth": depth_of(rid), "sub": sub, "bad": bad,
-                      "title": "%s %s" % (rid, sub)})
+        group = get(d, "lineage.group", None)
+        nodes.append({"id": rid, "depth": depth_of(rid), "sub": sub, "bad": bad, "title": "%s %s" % (rid, sub),
+                      "group": group if isinstance(group, str) else None})
     nodes += [{"id": m, "depth": 0, "sub": "missing", "missing": True} for m in sorted(missing)]
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for d in docs:
@@ -157,22 +161,13 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
                     parent_of.update((k["run_id"], c["run_id"]) for k in c["children"])
                     nxt.extend(c["children"])
             level, depth = nxt, depth + 1
+    labels = {(str(s["from"]), str(s["to"])): str(s["summary"]).split("; ")[0] for s in result["steps"]}
     steps = "".join("<li>%s &rarr; %s (%s): %s</li>" % (H.esc(s["from"]), H.esc(s["to"]), H.esc(s["reason"]),
                                                           H.esc(s["summary"])) for s in result["steps"])
     lineage = '<section id="lineage"><h2>Lineage</h2>%s%s</section>\n' % (
-        H.lineage_svg(nodes, edges, [rid]), "<ol>%s</ol>" % steps if steps else "")
-    body = H.run_section(doc, full=True, check=check) + lineage
+        lineage_svg(nodes, edges, [rid], labels), "<ol>%s</ol>" % steps if steps else "")
+    body = H.run_section(doc, full=True, check=check) + run_trace(doc) + lineage
     return H.page("Run %s" % rid, "run", body, H.esc(path))
-
-
-def diff_page(paths: Sequence[str], docs: Sequence[Dict[str, Any]]) -> str:
-    """Two runs: ``diff``'s changes side by side in its ranking, then both cards."""
-    changes, hidden = diff_documents(docs[0], docs[1])
-    body = H.diff_section(changes, hidden, summary_line(changes, hidden), docs[0].get("run_id"),
-                          docs[1].get("run_id"), CATEGORIES)
-    body += '<div class="two">%s</div>' % "".join("<div>%s</div>" % H.run_section(d, full=False) for d in docs)
-    return H.page("%s vs %s" % (docs[0].get("run_id"), docs[1].get("run_id")), "diff", body,
-                  H.esc(" vs ".join(paths)))
 
 
 def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str] = None,
@@ -186,42 +181,19 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
         g = get(d, "lineage.group", None)
         if isinstance(g, str) and g:
             members.setdefault(g, []).append(paths[d["run_id"]])
-    sweeps = "".join(H.sweep_section(compare_group(g, members[g]), by_id, chart)
+    sweeps = "".join(sweep_section(compare_group(g, members[g]), by_id, chart)
                      for g in sorted(members) if len(members[g]) > 1 or g == group)
     nodes, edges = _graph(docs)
+    labels = {(a, b): first_change(by_id[a], by_id[b]) if a in by_id else "parent not found here"
+              for a, b, kind in edges if kind == "parent" and b in by_id}
     body = ('<section id="runs"><h2>Runs</h2>%s</section>\n%s<section id="lineage"><h2>Lineage</h2>%s</section>\n'
-            '%s' % (H.runs_table(docs), sweeps, H.lineage_svg(nodes, edges, by_id),
+            '%s' % (H.runs_table(docs), sweeps, lineage_svg(nodes, edges, by_id, labels),
                     "".join(H.run_section(d, full=False) for d in docs)))
     title = "Sweep %s" % group if group else "%d runs" % len(docs)
     return H.page(title, "sweep" if group else "runs", body, H.esc(", ".join(roots)))
 
 
 # -- the command -----------------------------------------------------------------------------------
-
-def _ours(path: str) -> bool:
-    """Whether ``path`` is a report this command wrote (the only kind of file it replaces)."""
-    try:
-        head = read_regular(path, 2048)
-    except OSError:
-        return False
-    return head.startswith(b"<!DOCTYPE html>") and (b'<meta name="generator" content="%s ' % H.GENERATOR.encode()
-                                                    ) in head
-
-
-def target(output: Optional[str], default: str) -> str:
-    """Where the page goes: ``-o FILE``, ``-o DIR`` (the default name inside), else the default name here.
-    Raises :class:`_Refused` over a file that is not a relaxrepro report."""
-    path = default if output is None else os.path.join(output, default) if os.path.isdir(output) else output
-    if os.path.lexists(path) and not _ours(path):
-        raise _Refused("%s exists and is not a relaxrepro report: not replaced (name another file with -o)" % path)
-    return path
-
-
-def write(path: str, text: str) -> None:
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    replace_atomically(path, text.encode("utf-8", "replace"))
-
 
 def run(args: argparse.Namespace) -> int:
     inputs = list(args.inputs) or ["."]
@@ -249,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
             default = _name(docs[0].get("run_id"))
             kind, shown = "run", [docs[0].get("run_id")]
         elif len(docs) == 2:
-            text = diff_page(picked, docs)
+            text = two_run_page(picked, docs)
             default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
             kind, shown = "diff", [d.get("run_id") for d in docs]
         else:
@@ -269,12 +241,14 @@ def run(args: argparse.Namespace) -> int:
             text = runs_page(good, roots, args.group, args.chart)
             default = _name(args.group) if args.group else "report.html"
             kind, shown = "group" if args.group else "runs", [e.doc.get("run_id") for e in good]
-        path = target(args.output, default)
-        write(path, text)
+        path, note = output.target(args.output, default, roots + picked, os.environ)
+        output.write(path, text)
+        if note:
+            say("relaxrepro report: note: %s: written to %s instead (-o names the file)", note, path)
     except _Unreadable as exc:
         say("relaxrepro report: %s", str(exc))
         return Exit.USAGE
-    except _Refused as exc:
+    except (_Refused, output.NotOurs) as exc:
         return _fail("%s", str(exc))
     except OSError as exc:
         return _fail("%s", describe_os_error(exc, args.output or "the report"))

@@ -1,4 +1,4 @@
-"""The HTML of ``relaxrepro report`` (part of that command, in its package): pure functions from documents
+"""The HTML of the pages ``relaxrepro report`` and ``verify --html`` write: pure functions from documents
 (and the analyses of ``compare``, ``lineage``, ``diff`` and ``check``) to text. No I/O here.
 
 One rule holds it together: nothing read from a manifest reaches the page unescaped. Element text and
@@ -18,7 +18,6 @@ import json
 import re
 
 from ..._version import __version__
-from ...analyze.compare import replays_line
 from ...manifest.fields import MISSING, get, python_version, section, untracked_files
 from ...manifest.summary import gpu_cell, outcome_text, short
 from ...manifest.summary import trackers as summary_trackers
@@ -41,14 +40,15 @@ CSS = """
 body{margin:0;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,sans-serif}
 header,main{max-width:1200px;margin:0 auto;padding:0 16px}header{padding-top:16px}
 h1{font-size:1.4em;margin:.3em 0}h2{font-size:1.15em;margin:1.4em 0 .4em;border-bottom:1px solid var(--line)}
-h3{font-size:1em;margin:1em 0 .3em}a{color:var(--acc)}.mute,.meta{color:var(--mute)}
+h3{font-size:1em;margin:1em 0 .3em}h4{font-size:.95em;margin:.6em 0 .2em}a{color:var(--acc)}
+.mute,.meta{color:var(--mute)}
 code,pre,.mono,td,dd{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12.5px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px 14px;margin:10px 0}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:4px 0}dt{color:var(--mute)}
 dd{margin:0;overflow-wrap:anywhere}table{border-collapse:collapse;margin:4px 0;font-size:12.5px}
 th,td{border:1px solid var(--line);padding:2px 6px;text-align:left;vertical-align:top}
 td{max-width:36em;overflow-wrap:anywhere}
-th{background:var(--card);font-weight:600}.scroll{overflow-x:auto}
+th{background:var(--card);font-weight:600}.scroll{overflow-x:auto}.diff th,.diff td:nth-child(2){white-space:nowrap}
 table.sortable th{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25b2"}
 th[aria-sort=descending]::after{content:" \\25bc"}
 pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}.patch{border:1px solid var(--line);padding:4px}
@@ -59,8 +59,16 @@ pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:4px 0}.patch{border:1px s
 svg{max-width:100%;height:auto}svg text{fill:var(--fg);font:11px ui-monospace,monospace}
 svg .n rect{fill:var(--node);stroke:var(--acc)}svg .n.bad rect{stroke:var(--delf);stroke-width:2}
 svg .n.missing rect{stroke:var(--mute);stroke-dasharray:3 3}svg .p{stroke:var(--fg);fill:none}
-svg .g{stroke:var(--mute);stroke-dasharray:5 4;fill:none}svg .ax{stroke:var(--mute);fill:none}
+svg .gband{fill:var(--card);stroke:var(--line)}svg .el{fill:var(--mute);font-size:10px}
+svg .ax{stroke:var(--mute);fill:none}
 svg .pt{fill:var(--acc)}svg .ln{stroke:var(--acc);fill:none}svg .sub{fill:var(--mute)}
+svg .ln.b{stroke:var(--warn);stroke-dasharray:6 3}svg .dl{stroke:var(--delf);fill:none}
+svg .mark{stroke:var(--delf);stroke-width:1.5}svg .mark+text{fill:var(--delf)}
+.verdict{font-size:1.2em;font-weight:600}.key-a{color:var(--acc)}.key-b{color:var(--warn)}
+svg .band{fill:var(--card)}svg .pt.failed{fill:none;stroke:var(--delf);stroke-width:2}
+svg .pt.replay{fill:var(--bg);stroke:var(--acc);stroke-width:1.5}
+svg .track{fill:var(--line)}svg .fill{fill:var(--addf)}svg .title{font-weight:600}
+.multiples{display:flex;flex-wrap:wrap;gap:8px}.bar{margin:2px 0}
 """
 
 SCRIPT = """(function(){var d=document,r=d.documentElement,s=d.getElementById('js-status');
@@ -202,60 +210,6 @@ def patch_block(text: str) -> str:
 
 
 # -- inline SVG ----------------------------------------------------------------------------------
-
-_NW, _NH, _GX, _GY, _PER_ROW = 196, 40, 24, 46, 6
-
-
-def lineage_svg(nodes: Sequence[Mapping[str, Any]], edges: Sequence[Tuple[str, str, str]],
-                linked: Iterable[str] = ()) -> str:
-    """Runs as boxes, top-down by ancestry (a root first, each run below its parent); ``edges`` are
-    (from id, to id, "parent" | "group"): derived-from solid with an arrow, same-group dashed. A node is
-    ``{id, depth, sub, bad, missing}``; those in ``linked`` link to their section of the page."""
-    linked = set(linked)
-    layers: Dict[int, List[Mapping[str, Any]]] = {}
-    for n in nodes:
-        layers.setdefault(int(n["depth"]), []).append(n)
-    pos: Dict[str, Tuple[float, float]] = {}
-    row, width = 0, 1
-    for depth in sorted(layers):
-        layer = layers[depth]
-        for i, n in enumerate(layer):
-            if i and i % _PER_ROW == 0:
-                row += 1
-            col = i % _PER_ROW
-            pos[str(n["id"])] = (8 + col * (_NW + _GX), 8 + row * (_NH + _GY))
-            width = max(width, col + 1)
-        row += 1
-    w, h = 16 + width * (_NW + _GX) - _GX, 16 + row * (_NH + _GY) - _GY
-    parts = ['<svg class="lineage" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
-             'role="img" aria-label="lineage of %d runs"><defs><marker id="ar" viewBox="0 0 8 8" refX="8" refY="4" '
-             'markerWidth="7" markerHeight="7" orient="auto"><path d="M0 0L8 4L0 8z" class="p"/></marker></defs>'
-             % (w, h, w, h, len(nodes))]
-    for a, b, kind in edges:
-        if a not in pos or b not in pos:
-            continue
-        (x1, y1), (x2, y2) = pos[a], pos[b]
-        if kind == "parent":
-            parts.append('<path class="p" data-edge="parent" d="M%d %dL%d %d" marker-end="url(#ar)"/>'
-                         % (x1 + _NW / 2, y1 + _NH, x2 + _NW / 2, y2))
-        else:
-            parts.append('<path class="g" data-edge="group" d="M%d %dL%d %d"/>'
-                         % (x1 + _NW / 2, y1 + _NH / 2, x2 + _NW / 2, y2 + _NH / 2))
-    for n in nodes:
-        x, y = pos[str(n["id"])]
-        cls = "n" + (" bad" if n.get("bad") else "") + (" missing" if n.get("missing") else "")
-        body = ('<g class="%s" data-run="%s"><title>%s</title><rect x="%d" y="%d" width="%d" height="%d" rx="5"/>'
-                '<text x="%d" y="%d">%s</text><text class="sub" x="%d" y="%d">%s</text></g>'
-                % (cls, esc(n["id"]), esc(n.get("title") or n["id"]), x, y, _NW, _NH, x + 6, y + 16,
-                   esc(n["id"], 30), x + 6, y + 32, esc(n.get("sub") or "", 30)))
-        if str(n["id"]) in linked:
-            body = '<a href="#%s">%s</a>' % (anchor(n["id"]), body)
-        parts.append(body)
-    parts.append("</svg>")
-    legend = ('<p class="mute">Legend: solid arrow: derived from (parent &rarr; child); dashed: same group; '
-              'red box: did not end ok; dashed box: recorded as parent, no manifest found.</p>')
-    return '<div class="scroll">%s</div>%s' % ("".join(parts), legend)
-
 
 def chart_svg(label: str, points: Sequence[Tuple[str, Optional[float]]]) -> str:
     """One value per run, in run order: a line through the points, each titled with its run and value."""
@@ -423,15 +377,74 @@ def _probes(doc: Any) -> str:
         '<p class="mute">collection not recorded</p>'
 
 
+def config_block(doc: Any) -> str:
+    """``config``: the resolved arguments (and where they came from), the selected environment, each config
+    file with its digest, the one digest over them all."""
+    config = section(doc, "config")
+    if not config:
+        return ""
+    out = ["<h3>Configuration</h3>"]
+    args = config.get("resolved_args")
+    if isinstance(args, dict) and args:
+        source = config.get("resolved_args_source")
+        out.append("<h4>Arguments%s</h4>%s" % (" (%s)" % esc(source) if isinstance(source, str) and source else "",
+                                               tree(args)))
+    env = config.get("selected_env")
+    if isinstance(env, dict) and env:
+        out.append("<h4>Environment</h4>" + tree(env))
+    files = config.get("files")
+    if isinstance(files, dict) and files:
+        details = config.get("file_details") if isinstance(config.get("file_details"), dict) else {}
+        rows = []
+        for path, digest in sorted(files.items(), key=lambda kv: str(kv[0])):
+            d = details.get(path) if isinstance(details.get(path), dict) else {}
+            rows.append([esc(path), '<span class="mono" title="%s">%s</span>' % (esc(digest), esc(str(digest)[:12])),
+                         (esc(d.get("size")), number(d.get("size")))])
+        out.append("<h4>Config files</h4>" + table(["file", "sha256", "bytes"], rows))
+    if config.get("hash"):
+        out.append('<p class="mute">configuration digest %s</p>' % esc(config["hash"]))
+    return "".join(out) if len(out) > 1 else ""
+
+
+def _pairs(node: Any) -> List[str]:
+    return ["%s = %s" % (k, v if not isinstance(v, (dict, list)) else json.dumps(v, sort_keys=True))
+            for k, v in sorted(node.items(), key=lambda kv: str(kv[0]))] if isinstance(node, dict) else []
+
+
+def seeds_block(doc: Any) -> str:
+    """``seeds`` as a short list people read: the seeds, the determinism switches, the verdict and what stands
+    between this setup and a bit-exact rerun."""
+    seeds = section(doc, "seeds")
+    if not seeds:
+        return ""
+    items = []
+    for label, key in (("seed", "values"), ("environment", "env"), ("flag", "flags"), ("torch", "torch")):
+        items += ["<li>%s: <code>%s</code></li>" % (esc(label), esc(p)) for p in _pairs(seeds.get(key))]
+    if "bit_reproducible" in seeds:
+        yes = seeds["bit_reproducible"] is True
+        items.append('<li>bit-reproducible: <span class="%s">%s</span></li>' % ("ok" if yes else "WARN",
+                                                                                 "yes" if yes else "no"))
+    missing = seeds.get("missing")
+    if isinstance(missing, list):
+        items += ['<li class="WARN">%s</li>' % esc(m) for m in missing]
+    if not items:
+        return '<h3>Seeds and determinism</h3><p class="mute">no seed nor determinism setting recorded</p>'
+    return "<h3>Seeds and determinism</h3><ul class=\"seeds\">%s</ul>" % "".join(items)
+
+
 def run_section(doc: Any, full: bool = True, check: str = "") -> str:
-    """One run: its summary card; ``full``: every recorded section, the patches, the probes, ``check``."""
+    """One run: its summary card; ``full`` (the run's own page, whose title names it): every recorded section,
+    the configuration, seeds, the patches, the probes, ``check``."""
     rid = doc.get("run_id")
-    parts = ['<section id="%s" class="run" data-run="%s"><h2>Run %s</h2>' % (anchor(rid), esc(rid), esc(rid)),
-             recorded_line(doc) if full else "", '<div class="card">%s</div>' % dl(summary_rows(doc))]
+    parts = ['<section id="%s" class="run" data-run="%s"><h2>%s</h2>' % (
+        anchor(rid), esc(rid), "Summary" if full else "Run " + esc(rid)),
+        recorded_line(doc) if full else "", '<div class="card">%s</div>' % dl(summary_rows(doc))]
     if not full:
         return "".join(parts) + "</section>\n"
     if check:
         parts.append("<h3>check</h3>" + check)
+    parts.append(config_block(doc))
+    parts.append(seeds_block(doc))
     if section(doc, "code"):
         parts.append("<h3>Code</h3>" + _code_block(doc))
     key = section(doc, "environment.key_packages")
@@ -439,11 +452,11 @@ def run_section(doc: Any, full: bool = True, check: str = "") -> str:
         parts.append("<h3>Key packages</h3>" + dl((k, esc(v)) for k, v in sorted(key.items())))
     for name, title in (("hardware", "Hardware"), ("runtime", "Runtime (Ray, launcher)"),
                         ("scheduler", "Scheduler"), ("container", "Container"), ("training", "Training topology"),
-                        ("seeds", "Seeds"), ("data", "Data"), ("results", "Results"), ("outcome", "Outcome")):
+                        ("data", "Data"), ("results", "Results"), ("outcome", "Outcome")):
         node = doc.get(name)
         if isinstance(node, dict) and node:
             parts.append("<details%s><summary>%s</summary>%s</details>"
-                         % (" open" if name in ("training", "seeds", "results") else "", esc(title), tree(node)))
+                         % (" open" if name in ("training", "results") else "", esc(title), tree(node)))
     parts.append("<h3>Collection</h3>" + _probes(doc))
     return "".join(parts) + "</section>\n"
 
@@ -471,48 +484,6 @@ def runs_table(docs: Sequence[Any]) -> str:
     return table(["run", "when (UTC)", "group", "ended"] + [esc("metric." + k) for k in names], rows, sortable=True)
 
 
-def sweep_section(result: Mapping[str, Any], docs: Mapping[str, Any], chart: Optional[str] = None,
-                  max_columns: int = 40) -> str:
-    """``compare_group``'s result as a sortable table (a run per row, a column per varying value, then the
-    metrics), and a chart of ``chart`` (a column name; default: the first metric, else the first numeric
-    column)."""
-    runs = result["runs"]
-    metrics = sorted({k for r in runs for k in _metrics(docs.get(str(r["run_id"]), {}))})
-    columns = list(result["varying"])
-    cols = [("metric." + k, [_metrics(docs.get(str(r["run_id"]), {})).get(k) for r in runs]) for k in metrics]
-    cols += [(k, result["varying"][k]) for k in columns[:max_columns]]
-    head = ["run"] + [esc(k) for k, _ in cols]
-    rows = []
-    for i, r in enumerate(runs):
-        rows.append(['<a href="#%s">%s</a>' % (anchor(r["run_id"]), esc(r["run_id"]))]
-                    + [(metric(col[i]) if name.startswith("metric.") else cell(col[i], 80), number(col[i]))
-                       for name, col in cols])
-    gid = "group-" + anchor(result["group"])[4:]
-    text = ['<section id="%s" class="sweep"><h2>Sweep %s</h2><p>%s</p>' % (
-        gid, esc(result["group"]), esc("%d runs; %d of %d recorded values vary" % (
-            len(runs), len(result["varying"]), result["compared"])))]
-    replays = replays_line(result)
-    if replays:
-        text.append("<p>%s</p>" % esc(replays))
-    if len(columns) > max_columns:
-        text.append('<p class="mute">%s</p>' % esc("%d more varying values not shown (relaxrepro compare --group "
-                                                    "shows them all)" % (len(columns) - max_columns)))
-    text.append(table(head, rows, sortable=True))
-    extra = {k: v for k, v in result.items()
-             if k not in ("group", "runs", "varying", "compared", "unreadable", "metrics", "replays") and v}
-    if extra:
-        text.append(tree(extra))
-    numeric = [k for k, col in cols if any(number(v) is not None for v in col)]
-    pick = chart if chart is not None else (numeric[0] if numeric else None)
-    if pick is not None:
-        col = dict(cols).get(pick)
-        if col is None:
-            text.append('<p class="mute">%s</p>' % esc("chart: %s does not vary in this group" % pick))
-        else:
-            text.append(chart_svg(pick, [(str(r["run_id"]), number(v)) for r, v in zip(runs, col)]))
-    return "".join(text) + "</section>\n"
-
-
 # -- two runs ------------------------------------------------------------------------------------
 
 def diff_section(changes: Sequence[Any], hidden: Mapping[str, int], summary: str, old_id: Any, new_id: Any,
@@ -528,5 +499,5 @@ def diff_section(changes: Sequence[Any], hidden: Mapping[str, int], summary: str
             note = c.extra.get("summary") if c.extra else None
             rows.append([esc(c.path), ("<span class=\"%s\">%s</span>" % (esc(c.kind), esc(c.kind)), None),
                          cell(c.old if note is None else note), cell(c.new if note is None else "")])
-        text.append("<h3>%s</h3>" % esc(cat) + table(["field", "change", esc(old_id), esc(new_id)], rows))
+        text.append("<h3>%s</h3>" % esc(cat) + table(["field", "change", esc(old_id), esc(new_id)], rows, cls="diff"))
     return "".join(text) + "</section>\n"
