@@ -5,6 +5,8 @@
 # Needs git, jq, and root for `unshare` (a second "node" under another hostname). Run it in a PID namespace so
 # Ray clusters of other users of the machine stay out of the output:
 #   sudo unshare -pf --mount-proc docs/examples.sh [DIR]        (DIR default /tmp/rrdemo/w, wiped first)
+# The replays of examples/determinism.py need torch: PYTHON_ML=/path/to/venv/bin/python (its packages are used
+# from a venv of its own, $DIR/venv, so the pasted paths stay neutral); without it those two blocks are skipped.
 set -u
 WT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 D=${1:-/tmp/rrdemo/w}
@@ -149,3 +151,61 @@ show legacy_src 'cat ../runs/old_tracker.json; jq -c "{schema_version, energy}" 
 show legacy 'relaxrepro diff ../runs/old_tracker.json '"$M1"' | tail -4; relaxrepro diff --json ../runs/newer_minor.json '"$M1"' | head -c 600'
 show badrunid 'relaxrepro generate --run-id "../x"'
 show v2 'python3 -c "import json,sys; d=json.load(open(sys.argv[1])); d[\"schema_version\"]=\"2.0\"; json.dump(d,open(\"../runs/future.json\",\"w\"))" '"$M1"' && relaxrepro check ../runs/future.json; relaxrepro diff ../runs/future.json '"$M1"
+
+# -- results, verify, replays (docs: verify, compare's reproducibility, rerun --quick/--full). A second project:
+# a tiny pure-Python trainer that traces its loss, then examples/determinism.py, which needs torch: set
+# PYTHON_ML to an interpreter that has it (the blocks from it are skipped otherwise).
+mkdir -p "$D/vproj" && cd "$D/vproj"
+git init -q -b main . && git config user.email dev@example.com && git config user.name Dev
+cat > train.py <<'PY'
+"""A tiny trainer that records its results: the loss every step, val_loss, a checkpoint in its log dir."""
+import argparse, os, random
+import relaxrepro
+
+p = argparse.ArgumentParser()
+p.add_argument("--seed", type=int, default=0)
+p.add_argument("--steps", type=int, default=200)
+p.add_argument("--log-dir", default="runs/demo")
+args = p.parse_args()
+rng = random.Random(args.seed)
+metrics = {}
+ckpt = os.path.join(args.log_dir, "ckpt")
+with relaxrepro.recorded(args, output_dir=args.log_dir, metrics=metrics, outputs=[ckpt]):
+    w = 3.0
+    for step in range(args.steps):
+        x = rng.gauss(0.0, 1.0)
+        loss = (w * x) ** 2 + 1e-3 * rng.random()
+        w -= 0.05 * 2 * w * x * x
+        relaxrepro.trace(step, loss=loss)
+    metrics["val_loss"] = w * w + 1e-3 * rng.random()
+    os.makedirs(ckpt, exist_ok=True)
+    with open(os.path.join(ckpt, "w.txt"), "w") as fh:
+        fh.write("%.12f\n" % w)
+PY
+git add train.py && git commit -qm "tiny trainer with results"
+unset HF_TOKEN WANDB_API_KEY  # a replay is refused while a recorded secret is not supplied again (--set)
+export PYTHONPATH=$D/relaxrepro.pyz
+for r in a:1 b:2 c:1 d:3; do
+  relaxrepro run --output-dir runs/${r%:*} --group demo -- python3 train.py --seed ${r#*:} --log-dir runs/${r%:*} >/dev/null 2>&1
+done
+VA=$(ls runs/a/manifest_*.json); VB=$(ls runs/b/manifest_*.json); VC=$(ls runs/c/manifest_*.json)
+show results_jq "jq -c '.results | {metrics, outputs, trace: (.trace | {calls, every, last_step, names, steps: .steps[48:53]})}' $VA"
+show verify_same "relaxrepro verify $VA $VC"
+show verify_diff "relaxrepro verify $VA $VB"
+show rerun_id "relaxrepro rerun $(basename $VA .json | sed s/manifest_//) --confirm --full"
+show compare_demo 'relaxrepro compare --group demo runs | tail -6'
+if ${PYTHON_ML:-false} -c "import torch" 2>/dev/null; then
+  # A venv of its own that sees PYTHON_ML's packages (torch, numpy) but not an editable relaxrepro there
+  "$($PYTHON_ML -c 'import sys; print(sys._base_executable)')" -m venv --without-pip "$D/venv"
+  $PYTHON_ML -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+    > "$("$D/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/ml.pth"
+  mkdir -p "$D/dproj" && cd "$D/dproj"
+  git init -q -b main . && git config user.email dev@example.com && git config user.name Dev
+  cp "$WT/examples/determinism.py" . && echo runs/ > .gitignore
+  git add determinism.py .gitignore && git commit -qm "determinism example"
+  PATH="$D/venv/bin:$PATH"
+  relaxrepro run --output-dir runs/det -- python determinism.py --mode deterministic >/dev/null 2>&1
+  relaxrepro run --output-dir runs/seed -- python determinism.py --mode seed >/dev/null 2>&1
+  show rerun_quick "relaxrepro rerun $(ls runs/det/manifest_*.json) --confirm --quick 5"
+  show rerun_full "relaxrepro rerun $(ls runs/seed/manifest_*.json) --confirm --full"
+fi
