@@ -50,11 +50,14 @@ def likely_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
     changes, _hidden = diff_documents({k: v for k, v in old.items() if k != "results"},
                                       {k: v for k, v in new.items() if k != "results"})
     named: Set[Tuple[str, str]] = set()  # (old, new) of the resolved arguments listed: argv does not repeat them
+    seeded = set(_leaf_change(c) for c in changes if c.path.startswith("seeds.values."))
     for c in changes:
         if c.path.startswith("config.resolved_args.") and c.old is not MISSING and c.new is not MISSING:
             named.add((str(c.old), str(c.new)))
     for c in changes:
         path = c.path.lower()
+        if c.path.startswith("config.resolved_args.") and _leaf_change(c) in seeded:
+            continue  # the seed argument is the recorded seed: said once, as a seed
         if c.path == "command.argv" and isinstance(c.old, list) and isinstance(c.new, list):
             for where, x, y in _argv_changes(c.old, c.new):
                 if isinstance(x, str) and isinstance(y, str) and (x, y) in named:
@@ -85,6 +88,11 @@ def likely_causes(old: Mapping[str, Any], new: Mapping[str, Any]) -> List[str]:
             causes.append("%s: %s%s" % (what, ", ".join(items[:3]), " (+%d more)" % (len(items) - 3)
                                         if len(items) > 3 else ""))
     return causes[:MAX_CAUSES]
+
+
+def _leaf_change(c: Any) -> Tuple[str, str, str]:
+    """(the last name of the change's path, old, new): a seed argument and the seed it recorded match on it."""
+    return (c.path.rsplit(".", 1)[-1].lower(), str(c.old), str(c.new))
 
 
 def _determinism_off(old: Mapping[str, Any], new: Mapping[str, Any], buckets: Dict[str, List[str]]) -> None:

@@ -221,6 +221,17 @@ def test_likely_causes_come_from_the_seeds_verdict_and_the_diff():
     assert verify(old, old)["causes"] == []
 
 
+def test_a_seed_argument_and_the_seed_it_recorded_are_one_cause():
+    old, new = pair(metrics={"auc": 0.5, "loss": 0.25})
+    old["command"] = {"argv": ["python", "train.py", "--seed", "1", "--lr", "0.1"]}
+    new["command"] = {"argv": ["python", "train.py", "--seed", "2", "--lr", "0.1"]}
+    old["config"] = {"resolved_args": {"seed": 1, "lr": 0.1}}
+    new["config"] = {"resolved_args": {"seed": 2, "lr": 0.1}}
+    old["seeds"] = {"values": {"seed": 1}}
+    new["seeds"] = {"values": {"seed": 2}}
+    assert verify(old, new)["causes"] == ["another seed: seeds.values.seed 1 -> 2"]
+
+
 def test_likely_causes_show_argv_where_it_differs_and_rank_paths_by_whose_they_are():
     old, new = pair(metrics={"auc": 0.5, "loss": 0.25})
     old["command"] = {"argv": ["python", "train.py", "--data", "data/v1", "--out", "runs/a", "--fast"]}
