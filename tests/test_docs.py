@@ -18,6 +18,8 @@ _MENTION = re.compile(r"(?<![\w./-])relaxrepro(?:\.pyz)? ([a-z][a-z-]*)\b")
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _PROSE_WORDS = {"reads"}
 """Words after "relaxrepro" in pasted output that are English, not a subcommand: "this relaxrepro reads 1.x"."""
+_TYPOS = {"genrate"}
+"""Subcommands mistyped on purpose, to show the "did you mean" of a usage error."""
 
 
 def _text(lang: str) -> str:
@@ -49,7 +51,7 @@ def _mentioned_subcommands(text: str) -> Set[str]:
     found = set()
     for chunk in code + spans:
         found.update(m.group(1) for m in _MENTION.finditer(chunk))
-    return found - _PROSE_WORDS
+    return found - _PROSE_WORDS - _TYPOS
 
 
 @pytest.fixture(scope="module")
