@@ -159,3 +159,19 @@ def test_result_into_a_given_manifest_returns_the_section(tmp_path, monkeypatch)
     section = relaxrepro.result(metrics={"auc": float("nan")}, outputs="w", manifest=m)
     assert section == m["results"] == {"metrics": {"auc": "NaN"}, "outputs": {"w": {
         "kind": "file", "size": 1, "sha256": hashlib.sha256(b"w").hexdigest()}}}
+
+
+def test_trace_and_result_outside_recorded_warn_once(tmp_path):
+    body = """
+    import relaxrepro
+    for step in range(3):
+        relaxrepro.trace(step, loss=1.0)
+    print(relaxrepro.result(metrics={"auc": 0.5}))
+    """
+    res = _trainer(tmp_path, body)
+    assert res.returncode == 0 and res.stdout == "None\n", res.stderr
+    assert res.stderr == ("relaxrepro: trace() called outside recorded(): nothing is recorded (open a "
+                          "`with relaxrepro.recorded(...)` block, or call collect_manifest first)\n")
+    assert not (tmp_path / "runs").exists()
+    quiet = _trainer(tmp_path, body, RANK="1")  # a rank that records nothing expects nothing
+    assert quiet.returncode == 0 and quiet.stderr == ""
