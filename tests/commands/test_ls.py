@@ -327,3 +327,14 @@ def test_report_of_a_tree_with_a_link_to_the_root_stays_in_the_tree(tmp_path):
                                           "listed and was not followed: runs/root -> /")
     page = (tmp_path / "r.html").read_text()
     assert all(run in page for run in ("20251231_000000_ccccccc", "20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb"))
+
+
+def test_compare_where_every_manifest_is_unreadable_says_so_not_just_no_runs(tmp_path):
+    (tmp_path / "runs").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "runs" / ("manifest_%s.json" % name)).write_text("{")
+    res = run_cli("compare", "--group", "g", "runs", cwd=tmp_path)
+    assert res.returncode == 1 and res.stdout == ""
+    assert res.stderr.count("warning: unreadable: runs/manifest_") == 2
+    assert res.stderr.splitlines()[-1] == ("relaxrepro compare: error: no runs in group 'g' under runs: "
+                                           "2 manifest_*.json unreadable (named above)")
