@@ -443,7 +443,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
     res = sub.add_parser("restore", help="rebuild each recorded repo's exact source tree in a new directory",
                          description="Clone each recorded repo at its commit into DIR/<name>, apply the "
                          "recorded patch (verified by sha256) and check out submodules. The source repos "
-                         "are never modified.")
+                         "are never modified. Exit 0 restored, 1 could not restore (nothing left behind) or DIR "
+                         "not empty, 2 unreadable manifest or refused.")
     res.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     res.add_argument("--into", required=True, metavar="DIR", help="new or empty directory")
     res.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
