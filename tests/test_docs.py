@@ -217,7 +217,8 @@ def test_readme_exit_codes_cover_every_code_a_command_returns(real_subcommands: 
     table = _readme_exit_codes()
     for name in sorted(real_subcommands - {"run"}):  # run exits with its command's status
         missing = _code_exit_codes(name) - set(table[name])
-        assert not missing, "README: `%s` can exit %s, its row says only %s" % (name, sorted(missing), sorted(table[name]))
+        assert not missing, "README: `%s` can exit %s, its row says only %s" % (name, sorted(missing),
+                                                                              sorted(table[name]))
 
 
 def test_readme_exit_codes_agree_with_each_commands_help(real_subcommands: Set[str]) -> None:
