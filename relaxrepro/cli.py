@@ -272,10 +272,11 @@ def _add_attach(sub: "argparse._SubParsersAction") -> None:
                          description="Record the tracker run under the manifest's lineage.trackers and give the run "
                          "the manifest (W&B: a run file and config['relaxrepro']; MLflow: an artifact and relaxrepro.* "
                          "tags; TensorBoard: manifest_<run-id>.json in LOGDIR and a text summary). Needs that tool's "
-                         "package installed.")
+                         "package installed: wandb; mlflow; tensorboardX, or torch with tensorboard.")
     att.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     to = att.add_mutually_exclusive_group(required=True)
-    to.add_argument("--wandb", metavar="ENTITY/PROJECT/RUN_ID", help="a W&B run (resumed; honours WANDB_MODE)")
+    to.add_argument("--wandb", metavar="[ENTITY/]PROJECT/RUN_ID", help="a W&B run (resumed; honours WANDB_MODE), "
+                    "as lineage.trackers records it")
     to.add_argument("--mlflow", metavar="RUN_ID", help="an MLflow run")
     to.add_argument("--tensorboard", metavar="LOGDIR", help="a TensorBoard log directory")
     att.add_argument("--tracking-uri", metavar="URI", help="with --mlflow: the tracking server (default: MLflow's own)")

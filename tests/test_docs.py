@@ -253,3 +253,14 @@ def test_readme_says_what_restore_into_a_non_empty_directory_exits(tmp_path) -> 
     res = run_cli("restore", str(manifest), "--into", str(into))
     assert res.returncode == 1 and (into / "keep.txt").read_text() == "mine" and len(list(into.iterdir())) == 1
     assert "not empty" in _readme_exit_codes()["restore"][res.returncode]
+
+
+def test_attach_names_the_packages_each_tracker_needs_in_help_readme_and_guides() -> None:
+    needed = ("wandb", "mlflow", "tensorboardX", "torch")  # --tensorboard: tensorboardX, or torch's own writer
+    out = run_cli("attach", "--help", env=clean_env(COLUMNS="1000"))
+    readme_row = next(line for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+                      if line.startswith("| `attach "))
+    for where, text in [("attach --help", out.stdout), ("README", readme_row)] + [
+            ("%s guide" % lang, _text(lang).split("relaxrepro attach MANIFEST", 1)[1][:800]) for lang in GUIDES]:
+        missing = [name for name in needed if name not in text]
+        assert not missing, "%s does not say attach needs %s" % (where, missing)
