@@ -67,6 +67,14 @@ class _Parser(argparse.ArgumentParser):
         vars(self).setdefault("grammar_actions", []).append(action)
         return super()._add_action(action)
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        # Each parser refuses what it does not know itself, so a subcommand's error shows its own usage (the
+        # top-level parser would show ``relaxrepro COMMAND ...``) and can name the option that was meant.
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(_unrecognized(self, list(args or []), extras))
+        return parsed, extras
+
     def exit(self, status: int = 0, message: Optional[str] = None) -> None:  # type: ignore[override]
         if message:
             sys.stderr.write(message)
@@ -76,17 +84,6 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         # the message quotes the user's own arguments as typed: one escaped line
         raise _ParserExit(Exit.USAGE, "%s: error: %s\n" % (self.prog, safe_text(message)))
-
-
-class _SubParser(_Parser):
-    """A subcommand's parser: it refuses what it does not know itself, so the error shows its own usage (the
-    top-level parser would show ``relaxrepro COMMAND ...``) and can name the option that was meant."""
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
-        parsed, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(_unrecognized(self, list(args or []), extras))
-        return parsed, extras
 
 
 def _unrecognized(parser: argparse.ArgumentParser, argv: List[str], extras: List[str]) -> str:
@@ -129,7 +126,7 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version="relaxrepro " + __version__)
-    sub = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_SubParser))
+    sub = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
     for name, add in _SUBCOMMANDS:
         if only is None or only == name:
             add(sub)  # type: ignore[arg-type]

@@ -108,3 +108,11 @@ def test_completion_for_an_unknown_shell_is_a_usage_error():
     out = run_cli("completion", "tcsh")
     assert out.returncode == 2
     assert "invalid choice" in out.stderr and out.stdout == ""
+
+
+@pytest.mark.parametrize("which", PYTHONS)
+def test_a_mistyped_top_level_option_gets_did_you_mean(which):
+    out = _cli(which, "--verison")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == ("relaxrepro: error: unrecognized arguments: --verison; "
+                                           "did you mean --version?")
