@@ -264,3 +264,21 @@ def test_attach_names_the_packages_each_tracker_needs_in_help_readme_and_guides(
             ("%s guide" % lang, _text(lang).split("relaxrepro attach MANIFEST", 1)[1][:800]) for lang in GUIDES]:
         missing = [name for name in needed if name not in text]
         assert not missing, "%s does not say attach needs %s" % (where, missing)
+
+
+def test_readme_says_when_a_new_untracked_file_is_info_and_when_it_warns(tmp_path) -> None:
+    lines = {}
+    for case in ("clean", "dirty"):
+        repo = make_repo(tmp_path / case)
+        if case == "dirty":
+            (repo / "README.md").write_text("changed\n")
+        (tmp_path / ("runs-" + case)).mkdir()
+        generate(tmp_path / ("runs-" + case), cwd=repo, command=["python", "train.py"])
+        (repo / "new.py").write_text("x = 1\n")
+        res = run_cli("check", str(next((tmp_path / ("runs-" + case)).glob("m_*.json"))), cwd=repo)
+        lines[case] = [line for line in res.stdout.splitlines() if line.startswith("code %s changes" % case)]
+    assert len(lines["clean"]) == 1 and " INFO " in lines["clean"][0] + " ", lines
+    assert len(lines["dirty"]) == 1 and "WARN  (uncommitted changes differ: +new.py)" in lines["dirty"][0], lines
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "new untracked files and bookkeeping env vars are INFO" in readme
+    assert "a new untracked file changes the recorded patch and WARNs (`uncommitted changes differ: +FILE`)" in readme
