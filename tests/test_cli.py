@@ -4,6 +4,7 @@ on this interpreter and on the oldest and newest CPython whose argparse words it
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,16 @@ def test_zsh_and_fish_completion_name_every_command_and_parse(shell, tmp_path):
     script.write_text(out.stdout)
     res = subprocess.run([exe, "-n", str(script)], capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stderr
+    if shell == "zsh":  # after compinit, sourcing the script registers its function for relaxrepro
+        probe = "autoload -U compinit; compinit -u -D; source %s; print -r -- ${_comps[relaxrepro]}" % script
+        res = subprocess.run([exe, "-f", "-c", probe], capture_output=True, text=True, timeout=30,
+                             env={"HOME": str(tmp_path), "PATH": os.environ["PATH"]})
+        assert res.returncode == 0 and res.stdout == "_relaxrepro\n", res.stderr
+    if shell == "fish":  # fish completes a command line on request: the script really loads and answers
+        probe = "source %s; complete -C'relaxrepro gen'; complete -C'relaxrepro generate --output-d'" % script
+        res = subprocess.run([exe, "--no-config", "-c", probe], capture_output=True, text=True, timeout=30)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.splitlines()[0].startswith("generate\t") and "--output-dir" in res.stdout.splitlines()
 
 
 def test_completion_for_an_unknown_shell_is_a_usage_error():
