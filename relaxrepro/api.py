@@ -505,13 +505,29 @@ def current_manifest() -> Optional[Manifest]:
     return stack[-1].manifest if stack else _last
 
 
+_unheard: List[str] = []
+"""The first API call that found no manifest at all, once warned about (a list: no ``global`` needed)."""
+
+
+def _nowhere(call: str) -> None:
+    """One warning per process when ``trace``/``result`` find no manifest, neither an open ``recorded`` block
+    nor a collected one, on a rank that would record: otherwise the values vanish without a word."""
+    if _unheard or _active.__dict__.get("stack") or not session.records_here(os.environ, False):
+        return
+    _unheard.append(call)
+    log.warning("relaxrepro: %s() called outside recorded(): nothing is recorded (open a "
+                "`with relaxrepro.recorded(...)` block, or call collect_manifest first)", call)
+
+
 def trace(step: Any, loss: Any = None, **scalars: Any) -> None:
     """:meth:`Manifest.trace` on :func:`current_manifest`; without one, only the stop at
-    ``$RELAXREPRO_MAX_STEPS`` (every rank of a quick replay stops at the same step)."""
+    ``$RELAXREPRO_MAX_STEPS`` (every rank of a quick replay stops at the same step) and one warning."""
     m = current_manifest()
     if m is not None:
         m.trace(step, loss, **scalars)
-    elif should_stop(step):
+        return
+    _nowhere("trace")
+    if should_stop(step):
         stop_run(step)
 
 
@@ -521,6 +537,8 @@ def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequen
     ``results`` of ``manifest`` (default :func:`current_manifest`); written with the outcome at exit.
     Returns the ``results`` section so far, or None without a manifest. Never raises: one warning instead."""
     m = manifest if manifest is not None else current_manifest()
+    if m is None:
+        _nowhere("result")
     if m is None or (metrics is None and outputs is None) or _foreign(m):
         return m.get("results") if m is not None else None
     with _NeverRaise("record the results"):

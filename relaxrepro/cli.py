@@ -16,7 +16,7 @@ from .std.text import safe_text
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 _EPILOG = """\
@@ -62,6 +62,19 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, formatter_class: Any = argparse.HelpFormatter, **kwargs: Any) -> None:
         super().__init__(*args, formatter_class=_sized(formatter_class), **kwargs)
 
+    def _add_action(self, action: argparse.Action) -> argparse.Action:
+        # every argument, a group's too, passes here: the completion scripts are written from this list
+        vars(self).setdefault("grammar_actions", []).append(action)
+        return super()._add_action(action)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        # Each parser refuses what it does not know itself, so a subcommand's error shows its own usage (the
+        # top-level parser would show ``relaxrepro COMMAND ...``) and can name the option that was meant.
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(_unrecognized(self, list(args or []), extras))
+        return parsed, extras
+
     def exit(self, status: int = 0, message: Optional[str] = None) -> None:  # type: ignore[override]
         if message:
             sys.stderr.write(message)
@@ -71,6 +84,29 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         # the message quotes the user's own arguments as typed: one escaped line
         raise _ParserExit(Exit.USAGE, "%s: error: %s\n" % (self.prog, safe_text(message)))
+
+
+def _unrecognized(parser: argparse.ArgumentParser, argv: List[str], extras: List[str]) -> str:
+    """argparse's "unrecognized arguments" with a hint: the close option for a typo, ``--`` for a command."""
+    message = "unrecognized arguments: %s" % " ".join(extras)
+    known = [s for a in vars(parser).get("grammar_actions", []) for s in a.option_strings if s.startswith("--")]
+    meant = [_close(e.split("=", 1)[0], known) for e in extras if e.startswith("--")]
+    hints = ["did you mean %s?" % m for m in meant if m]
+    # a word right after an unknown option is taken as its value (--outptu-dir x), not as a command
+    words = [e for i, e in enumerate(extras)
+             if not e.startswith("-") and not (i and extras[i - 1].startswith("-") and "=" not in extras[i - 1])]
+    if words and parser.prog.split()[-1] in ("generate", "run"):
+        command = argv[argv.index(words[0]):] if words[0] in argv else words
+        hints.append("put -- before the command: %s [options] -- %s" % (parser.prog, " ".join(command)))
+    return "; ".join([message] + hints)
+
+
+def _close(word: str, known: Sequence[str]) -> Optional[str]:
+    """The one of ``known`` that ``word`` most likely misspells, if any is close enough."""
+    import difflib  # lazy: only a usage error needs it
+
+    found = difflib.get_close_matches(word, known, n=1, cutoff=0.7)
+    return found[0] if found else None
 
 
 class _ParserExit(Exception):
@@ -90,11 +126,26 @@ def build_parser(only: Optional[str] = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version="relaxrepro " + __version__)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = _Commands(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
     for name, add in _SUBCOMMANDS:
         if only is None or only == name:
-            add(sub)
+            add(sub)  # type: ignore[arg-type]
+    parser.commands = sub  # type: ignore[attr-defined]
     return parser
+
+
+class _Commands:
+    """The subparsers action, keeping each command's parser and one-line help for the completion scripts."""
+
+    def __init__(self, sub: "argparse._SubParsersAction") -> None:
+        self.sub = sub
+        self.helps: Dict[str, str] = {}
+        self.parsers: Dict[str, argparse.ArgumentParser] = {}
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        self.helps[name] = kwargs.get("help") or ""
+        self.parsers[name] = self.sub.add_parser(name, **kwargs)
+        return self.parsers[name]
 
 
 def _add_generate(sub: "argparse._SubParsersAction") -> None:
@@ -233,10 +284,11 @@ def _add_attach(sub: "argparse._SubParsersAction") -> None:
                          description="Record the tracker run under the manifest's lineage.trackers and give the run "
                          "the manifest (W&B: a run file and config['relaxrepro']; MLflow: an artifact and relaxrepro.* "
                          "tags; TensorBoard: manifest_<run-id>.json in LOGDIR and a text summary). Needs that tool's "
-                         "package installed.")
+                         "package installed: wandb; mlflow; tensorboardX, or torch with tensorboard.")
     att.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     to = att.add_mutually_exclusive_group(required=True)
-    to.add_argument("--wandb", metavar="ENTITY/PROJECT/RUN_ID", help="a W&B run (resumed; honours WANDB_MODE)")
+    to.add_argument("--wandb", metavar="[ENTITY/]PROJECT/RUN_ID", help="a W&B run (resumed; honours WANDB_MODE), "
+                    "as lineage.trackers records it")
     to.add_argument("--mlflow", metavar="RUN_ID", help="an MLflow run")
     to.add_argument("--tensorboard", metavar="LOGDIR", help="a TensorBoard log directory")
     att.add_argument("--tracking-uri", metavar="URI", help="with --mlflow: the tracking server (default: MLflow's own)")
@@ -436,7 +488,8 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
     res = sub.add_parser("restore", help="rebuild each recorded repo's exact source tree in a new directory",
                          description="Clone each recorded repo at its commit into DIR/<name>, apply the "
                          "recorded patch (verified by sha256) and check out submodules. The source repos "
-                         "are never modified.")
+                         "are never modified. Exit 0 restored, 1 could not restore (nothing left behind) or DIR "
+                         "not empty, 2 unreadable manifest or refused.")
     res.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     res.add_argument("--into", required=True, metavar="DIR", help="new or empty directory")
     res.add_argument("--from", action="append", default=[], metavar="NAME=PATH", dest="sources",
@@ -449,13 +502,34 @@ def _add_restore(sub: "argparse._SubParsersAction") -> None:
     _add_runs(res)
 
 
+def _add_completion(sub: "argparse._SubParsersAction") -> None:
+    com = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
+                         description="Print a completion script for SHELL, generated from this parser. Load it "
+                         "with: bash: source <(relaxrepro completion bash); zsh: source <(relaxrepro completion "
+                         "zsh) after compinit; fish: relaxrepro completion fish | source.")
+    com.add_argument("shell", metavar="SHELL", choices=("bash", "fish", "zsh"), help="bash, fish or zsh")
+
+
+def grammar(parser: argparse.ArgumentParser) -> List[Dict[str, Any]]:
+    """What a completion script needs to know of ``parser``, as plain data: each subcommand's name, help,
+    options (their strings, and whether one takes a value) and the words its positionals choose from."""
+    commands = parser.commands  # type: ignore[attr-defined]
+    out = []
+    for name, child in commands.parsers.items():
+        actions = vars(child).get("grammar_actions", [])
+        options = [{"strings": list(a.option_strings), "value": a.nargs != 0} for a in actions if a.option_strings]
+        words = [str(w) for a in actions if not a.option_strings and a.choices for w in a.choices]
+        out.append({"name": name, "help": commands.helps[name], "options": options, "words": words})
+    return out
+
+
 # In the order `relaxrepro --help` lists them.
 _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
     ("compare", _add_compare), ("index", _add_index), ("report", _add_report), ("attach", _add_attach),
     ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("show", _add_show), ("check", _add_check),
-    ("diff", _add_diff),
-    ("verify", _add_verify), ("rerun", _add_rerun), ("restore", _add_restore),
+    ("diff", _add_diff), ("verify", _add_verify), ("rerun", _add_rerun), ("restore", _add_restore),
+    ("completion", _add_completion),
 )
 
 
@@ -474,6 +548,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     named = own[0] if own and any(own[0] == name for name, _ in _SUBCOMMANDS) else None
     parser = build_parser(only=named)
     try:
+        if named is None and own and not own[0].startswith("-"):
+            names = [name for name, _ in _SUBCOMMANDS]
+            meant = _close(own[0], names)
+            parser.error("unknown command %r (%s)" % (own[0], "did you mean %r?" % meant if meant else
+                                                       "commands: " + ", ".join(names)))
         args = parser.parse_args(own)
         if args.command is None:
             parser.print_help(sys.stderr)
@@ -481,6 +560,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if command and args.command not in ("generate", "run"):
             parser.error("'--' and a command are only taken by generate and run")
         args.command_argv = command
+        if args.command == "completion":
+            args.grammar = grammar(build_parser())
         import importlib  # lazy: ~0.4 ms, not needed by --version, help or a usage error
 
         module = importlib.import_module("relaxrepro.commands." + args.command)

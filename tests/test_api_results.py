@@ -261,3 +261,19 @@ def test_sigterm_while_the_outputs_are_hashed_keeps_the_outcome_and_trace(tmp_pa
     assert doc["results"]["trace"]["steps"] == [0] and doc["results"]["metrics"] == {"auc": 0.5}
     assert doc["results"]["outputs"] == {
         "big.bin": {"kind": "file", "error": "not hashed: relaxrepro ended before the digest was taken"}}
+
+
+def test_trace_and_result_outside_recorded_warn_once(tmp_path):
+    body = """
+    import relaxrepro
+    for step in range(3):
+        relaxrepro.trace(step, loss=1.0)
+    print(relaxrepro.result(metrics={"auc": 0.5}))
+    """
+    res = _trainer(tmp_path, body)
+    assert res.returncode == 0 and res.stdout == "None\n", res.stderr
+    assert res.stderr == ("relaxrepro: trace() called outside recorded(): nothing is recorded (open a "
+                          "`with relaxrepro.recorded(...)` block, or call collect_manifest first)\n")
+    assert not (tmp_path / "runs").exists()
+    quiet = _trainer(tmp_path, body, RANK="1")  # a rank that records nothing expects nothing
+    assert quiet.returncode == 0 and quiet.stderr == ""

@@ -59,6 +59,12 @@ def dirs_or_cwd(dirs: Sequence[str]) -> List[str]:
     return list(dirs) or ["."]
 
 
+def unreadable_tail(count: int) -> str:
+    """How a "found nothing" error ends when manifests were found but none could be read: they are not nothing,
+    and the warnings above them name each one."""
+    return ": %d manifest_*.json unreadable (named above)" % count if count else ""
+
+
 def report_missing(dirs: Sequence[str], verb: str) -> bool:
     """Say which of ``dirs`` do not exist (one line each); True when any does not."""
     missing = [d for d in dirs if not os.path.exists(d)]

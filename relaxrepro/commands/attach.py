@@ -1,4 +1,4 @@
-"""``relaxrepro attach MANIFEST --wandb ENTITY/PROJECT/RUN_ID | --mlflow RUN_ID | --tensorboard LOGDIR``.
+"""``relaxrepro attach MANIFEST --wandb [ENTITY/]PROJECT/RUN_ID | --mlflow RUN_ID | --tensorboard LOGDIR``.
 
 For a run started without the trainer API: the tracker's library (which this command alone imports)
 opens the run, the manifest records it under ``lineage.trackers`` and the tracker gets the manifest as
@@ -91,8 +91,8 @@ def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:
         return "--tracking-uri goes with --mlflow"
     if tool == "wandb":
         parts = args.wandb.split("/")
-        if len(parts) != 3 or not all(p.strip() for p in parts):
-            return "--wandb %r: expected ENTITY/PROJECT/RUN_ID" % args.wandb
+        if len(parts) not in (2, 3) or not all(p.strip() for p in parts):
+            return "--wandb %r: expected [ENTITY/]PROJECT/RUN_ID" % args.wandb
     if tool == "mlflow" and not args.mlflow.strip():
         return "--mlflow: expected a run id"
     if tool == "tensorboard" and not os.path.isdir(args.tensorboard):
@@ -118,11 +118,13 @@ def _library(tool: str) -> Any:
 
 
 def _open_wandb(wandb: Any, args: argparse.Namespace) -> Tuple[Any, Callable[[], None]]:
-    entity, project, run_id = args.wandb.split("/")
+    # PROJECT/RUN_ID is W&B's run.path without an entity (an offline run's), as the API records it
+    *entity, project, run_id = args.wandb.split("/")
     # This process's own argv, environment, code and git state are not the run's: W&B's capture is off.
     settings = wandb.Settings(disable_code=True, disable_git=True, x_disable_meta=True, x_disable_stats=True,
                               x_save_requirements=False, console="off")
-    run = wandb.init(entity=entity, project=project, id=run_id, resume="must", settings=settings)
+    run = wandb.init(entity=entity[0] if entity else None, project=project, id=run_id, resume="must",
+                     settings=settings)
     def close() -> None:
         run.finish()
         teardown = getattr(wandb, "teardown", None)

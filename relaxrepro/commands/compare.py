@@ -10,7 +10,7 @@ from ..analyze.compare import compare_group, replays_line
 from ..manifest.flat import cell
 from ..std.table import format_table, rel_path
 from ..std.text import safe_format
-from ._common import Exit, dirs_or_cwd, report_missing, say
+from ._common import Exit, dirs_or_cwd, report_missing, say, unreadable_tail
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     for line in result["unreadable"]:
         say("relaxrepro compare: warning: unreadable: %s", line)
     if not result["runs"]:
-        say("relaxrepro compare: error: no runs in group '%s' under %s", args.group, ", ".join(dirs))
+        say("relaxrepro compare: error: no runs in group '%s' under %s%s", args.group, ", ".join(dirs),
+            unreadable_tail(len(result["unreadable"])))
         return Exit.FAIL
     if args.json:
         sys.stdout.write(json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -132,6 +132,9 @@ def record_run(options: RunOptions, command: List[str], env: Dict[str, str], ver
     problems = assemble.probe_problems(doc)
     for line in [] if options.quiet else assemble.probe_warnings(doc):
         say("relaxrepro: warning: probe %s", line)  # may quote a tool's stderr
+    if not options.quiet and _no_repository(doc):
+        say("relaxrepro: warning: no git repository recorded (the working directory is not inside one; add one "
+            "with --repo NAME=PATH): check, restore and rerun will have no code to go by")
     unfound = session.unfound_parent(doc)
     if unfound:
         say("relaxrepro: warning: %s", unfound)
@@ -189,6 +192,13 @@ def print_doc(doc: Dict[str, Any]) -> None:
     """``--print``: the document as written, with the C1 controls and bidi characters that JSON leaves raw
     in strings escaped (``\\u009b``), since a terminal may be reading."""
     sys.stdout.write(safe_json(writer.serialize(doc).decode("utf-8")))
+
+
+def _no_repository(doc: Dict[str, Any]) -> bool:
+    """No repo recorded, and git itself worked (a failed git probe has said so already): the only word of it
+    would otherwise be the git probe's warning, in the JSON alone, since an absent probe is no news."""
+    probe = ((doc.get("collection") or {}).get("probes") or {}).get("git") or {}
+    return not doc.get("code") and probe.get("status") == "absent"
 
 
 def _load_args_json(path: str) -> object:

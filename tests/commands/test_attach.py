@@ -70,6 +70,17 @@ def test_attach_to_a_wandb_run_offline(tmp_path, manifest):
     assert wandb_config(str(run_dir))["relaxrepro"]["run_id"] == RUN
 
 
+def test_the_wandb_path_an_offline_run_records_is_taken_back_by_attach(tmp_path, manifest):
+    # Offline, with no entity, W&B's run.path (what the API records under lineage.trackers) is PROJECT/RUN_ID.
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "cfg"), WANDB_CACHE_DIR=str(tmp_path / "cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "data"))
+    res = run_cli("attach", str(manifest), "--wandb", "proj/abc123", env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.endswith("attached to W&B run proj/abc123\n")
+    assert load(manifest)["lineage"]["trackers"] == [{"tool": "wandb", "run": "proj/abc123"}]
+
+
 def test_attach_to_a_tensorboard_log_dir(tmp_path, manifest):
     pytest.importorskip("torch")
     logs = tmp_path / "tb"
@@ -83,13 +94,14 @@ def test_attach_to_a_tensorboard_log_dir(tmp_path, manifest):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--wandb", "team/proj"], "relaxrepro attach: error: --wandb 'team/proj': expected ENTITY/PROJECT/RUN_ID"),
-    (["--wandb", "team//abc"], "relaxrepro attach: error: --wandb 'team//abc': expected ENTITY/PROJECT/RUN_ID"),
+    (["--wandb", "a/team/proj/x"],
+     "relaxrepro attach: error: --wandb 'a/team/proj/x': expected [ENTITY/]PROJECT/RUN_ID"),
+    (["--wandb", "team//abc"], "relaxrepro attach: error: --wandb 'team//abc': expected [ENTITY/]PROJECT/RUN_ID"),
     (["--tensorboard", "nowhere"], "relaxrepro attach: error: --tensorboard nowhere: no such directory"),
     (["--tensorboard", ".", "--tracking-uri", "sqlite:///x.db"],
      "relaxrepro attach: error: --tracking-uri goes with --mlflow"),
     (["--mlflow", " "], "relaxrepro attach: error: --mlflow: expected a run id"),
-], ids=["wandb-two-parts", "wandb-empty-part", "missing-log-dir", "tracking-uri-without-mlflow", "mlflow-blank"])
+], ids=["wandb-four-parts", "wandb-empty-part", "missing-log-dir", "tracking-uri-without-mlflow", "mlflow-blank"])
 def test_bad_options_are_one_line_and_exit_2(tmp_path, manifest, args, message):
     before = manifest.read_bytes()
     res = run_cli("attach", str(manifest), *args, cwd=tmp_path)

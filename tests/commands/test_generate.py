@@ -433,3 +433,18 @@ def test_a_generate_killed_by_sigterm_ends_the_tools_it_started(tmp_path, how):
         child.kill()
     assert child.returncode == -signal.SIGTERM  # still dies of the signal, as a job's accounting expects
     assert survivors(marker) == []
+
+
+def test_outside_any_git_repository_says_so_once_on_stderr(tmp_path, repo):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    res = run_cli("generate", "--output-dir", str(tmp_path / "o"), "--", "python", "train.py", cwd=bare)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(Path(res.stdout.strip()).read_text())["code"] == {}
+    lines = [line for line in res.stderr.splitlines() if "git repository" in line]
+    assert lines == ["relaxrepro: warning: no git repository recorded (the working directory is not inside one; "
+                     "add one with --repo NAME=PATH): check, restore and rerun will have no code to go by"], res.stderr
+    quiet = run_cli("generate", "-q", "--output-dir", str(tmp_path / "o"), "--", "python", "train.py", cwd=bare)
+    assert quiet.returncode == 0 and "git repository" not in quiet.stderr
+    inside = run_cli("generate", "--output-dir", str(tmp_path / "o"), "--", "python", "train.py", cwd=repo)
+    assert inside.returncode == 0 and "git repository" not in inside.stderr

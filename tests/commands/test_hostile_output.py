@@ -232,7 +232,7 @@ def test_run_names_a_command_that_cannot_start_escaped(tmp_path):
 def test_argparse_and_usage_errors_quote_the_arguments_escaped(tmp_path):
     res = run("ls", "--bogus" + EVIL)
     assert res.returncode == 2
-    assert res.err.endswith("relaxrepro: error: unrecognized arguments: --bogus%s\n" % SHOWN)
+    assert res.err.endswith("relaxrepro ls: error: unrecognized arguments: --bogus%s\n" % SHOWN)
     m = write_json(tmp_path / "m.json", make_doc("r1"))
     res = run("rerun", str(m), "--dry-run", "--set", EVIL)
     assert res.returncode == 2 and res.err == "relaxrepro: error: --set %s: expected NAME=VALUE\n" % _esc(repr(EVIL))

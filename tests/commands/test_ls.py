@@ -395,3 +395,14 @@ def test_ls_refuses_a_bad_shape_in_one_line(tmp_path, args, said):
     res = run_cli("ls", "runs", *args, cwd=tmp_path)
     assert res.returncode == 2 and res.stdout == ""
     assert said in res.stderr.splitlines()[-1] and "Traceback" not in res.stderr
+
+
+def test_compare_where_every_manifest_is_unreadable_says_so_not_just_no_runs(tmp_path):
+    (tmp_path / "runs").mkdir()
+    for name in ("a", "b"):
+        (tmp_path / "runs" / ("manifest_%s.json" % name)).write_text("{")
+    res = run_cli("compare", "--group", "g", "runs", cwd=tmp_path)
+    assert res.returncode == 1 and res.stdout == ""
+    assert res.stderr.count("warning: unreadable: runs/manifest_") == 2
+    assert res.stderr.splitlines()[-1] == ("relaxrepro compare: error: no runs in group 'g' under runs: "
+                                           "2 manifest_*.json unreadable (named above)")

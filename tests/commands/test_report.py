@@ -218,11 +218,16 @@ def test_no_runs_is_exit_1_and_unreadable_ones_are_named(tmp_path):
     (tmp_path / "runs" / "manifest_bad.json").write_text("{")
     res = run_cli("report", "runs", cwd=tmp_path)
     assert res.returncode == 1 and res.stdout == ""
-    assert res.stderr.splitlines()[-1] == "relaxrepro report: error: no manifest_*.json under runs"
+    assert res.stderr.splitlines()[-1] == ("relaxrepro report: error: no readable manifest under runs: "
+                                           "1 manifest_*.json unreadable (named above)")
     assert "warning: unreadable: runs/manifest_bad.json: not JSON" in res.stderr
     res = run_cli("report", "runs", "--group", "nope", cwd=tmp_path)
-    assert res.stderr.splitlines()[-1] == "relaxrepro report: error: no runs in group 'nope' under runs"
+    assert res.stderr.splitlines()[-1] == ("relaxrepro report: error: no runs in group 'nope' under runs: "
+                                           "1 manifest_*.json unreadable (named above)")
     assert not list(tmp_path.glob("*.html"))
+    (tmp_path / "runs" / "manifest_bad.json").unlink()
+    res = run_cli("report", "runs", cwd=tmp_path)
+    assert res.returncode == 1 and res.stderr == "relaxrepro report: error: no manifest_*.json under runs\n"
 
 
 def test_a_real_run_reported_here_with_its_patch_and_checks_verdicts(tmp_path):

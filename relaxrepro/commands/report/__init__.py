@@ -23,7 +23,7 @@ from ...manifest import scan, summary
 from ...manifest.fields import get
 from ...manifest.reader import ManifestError, read_manifest_file
 from ...manifest.writer import describe_os_error
-from .._common import Exit, print_json, say
+from .._common import Exit, print_json, say, unreadable_tail
 from .._pages import html as H
 from .._pages import output
 from .._pages.charts import run_trace
@@ -235,8 +235,10 @@ def run(args: argparse.Namespace) -> int:
             good = [e for e in entries if e.error is None and
                     (args.group is None or get(e.doc, "lineage.group", None) == args.group)]
             if not good:
-                say("relaxrepro report: error: no %s under %s", "runs in group '%s'" % args.group if args.group
-                    else "manifest_*.json", ", ".join(roots))
+                unread = sum(1 for e in entries if e.error is not None)
+                say("relaxrepro report: error: no %s under %s%s", "runs in group '%s'" % args.group if args.group
+                    else "readable manifest" if unread else "manifest_*.json", ", ".join(roots),
+                    unreadable_tail(unread))
                 return Exit.FAIL
             text = runs_page(good, roots, args.group, args.chart)
             default = _name(args.group) if args.group else "report.html"
