@@ -204,6 +204,10 @@ def test_process_exits_promptly_when_a_probe_thread_is_stuck(tmp_path):
 # ------------------------------------------------------------------ what the user hears, and what survives
 
 
+NO_GIT = ("relaxrepro: warning: no git repository recorded (the working directory is not inside one; add one with "
+          "--repo NAME=PATH): check, restore and rerun will have no code to go by")
+
+
 def test_a_taken_run_id_is_said_naming_the_file_written(tmp_path):
     first = run_cli("generate", "--output-dir", str(tmp_path), "--run-id", "exp-1", cwd=tmp_path)
     taken = tmp_path / "manifest_exp-1.json"
@@ -216,9 +220,9 @@ def test_a_taken_run_id_is_said_naming_the_file_written(tmp_path):
         written = res.stdout.strip()
         run_id = json.loads(open(written).read())["run_id"]
         assert written == str(tmp_path / ("manifest_%s.json" % run_id)) and run_id != "exp-1"
-        assert res.stderr.splitlines() == [
+        assert res.stderr.splitlines() == [NO_GIT, (
             "relaxrepro: warning: run id exp-1 is taken (%s exists): wrote %s under run id %s instead"
-            % (taken, written, run_id)]
+            % (taken, written, run_id))]
     assert taken.read_bytes() == before
 
 
