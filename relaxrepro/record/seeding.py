@@ -88,7 +88,6 @@ def seed_everything(seed: Any, *, deterministic: bool = False, workers: bool = T
 
     Never raises: a seed that is not an integer, or a torch that refuses, is one warning (logged, and in
     ``seeds.warnings``) and the rest is still done."""
-    global _last
     out = Seeded(seed)
     env = os.environ if env is None else env
     try:
