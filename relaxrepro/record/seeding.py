@@ -257,8 +257,8 @@ def note(m: Dict[str, Any], when: str, modules: Mapping[str, Any], env: Mapping[
          frame: Any = None) -> List[str]:
     """Lay what the process shows at ``when`` (``entry``, ``exit``) into ``m["seeds"]``: ``observed``, ``set``,
     ``generators`` ({name: the seed it shows, None, or "not imported"}), ``seeded``, ``unused_values`` (argument
-    seeds that reached no generator) and ``warnings`` (the lint). Returns the lint's warnings; at entry, with
-    torch imported, they are logged too. Never raises."""
+    seeds that reached no generator) and ``warnings`` (the lint). Returns the lint's warnings; at entry they are
+    logged too when :func:`_speaks` says so. Never raises."""
     try:
         seeds = m.get("seeds")
         if not isinstance(seeds, dict):
@@ -294,12 +294,18 @@ def note(m: Dict[str, Any], when: str, modules: Mapping[str, Any], env: Mapping[
         seeds["warnings"] = lint(seeds, seen, env)
         if "bit_reproducible" not in seeds:  # no seeds deriver ran (no arguments, no switch): the lint says it
             seeds["bit_reproducible"], seeds["missing"] = not seeds["warnings"], list(seeds["warnings"])
-        if when == "entry" and "torch" in modules and seeds["warnings"]:
+        if when == "entry" and seeds["warnings"] and _speaks(seeds, modules):
             log.warning("relaxrepro: determinism: %s", "; ".join(seeds["warnings"]))
         return list(seeds["warnings"])
     except Exception as exc:  # noqa: BLE001 - the trainer's run comes first
         log.warning("relaxrepro: could not record the seeds: %s: %s", type(exc).__name__, exc)
         return []
+
+
+def _speaks(seeds: Mapping[str, Any], modules: Mapping[str, Any]) -> bool:
+    """Whether the lint is logged, not only recorded: for a torch trainer that means to rerun alike (it has a seed
+    argument or called :func:`seed_everything`); any other run would get the same lines every time, unasked."""
+    return "torch" in modules and (bool(seeds.get("values")) or _last is not None)
 
 
 def at_first_step(m: Dict[str, Any], frame: Any, modules: Mapping[str, Any]) -> None:
@@ -314,7 +320,7 @@ def at_first_step(m: Dict[str, Any], frame: Any, modules: Mapping[str, Any]) -> 
         seen = (seeds.get("observed") or {}).get("entry") or {}
         seeds["warnings"] = lint(seeds, seen, os.environ)
         new = [w for w in seeds["warnings"] if w not in before]
-        if new:
+        if new and _speaks(seeds, modules):
             log.warning("relaxrepro: determinism: %s", "; ".join(new))
     except Exception as exc:  # noqa: BLE001 - called in the training loop: never raise there
         log.warning("relaxrepro: could not look at the DataLoaders: %s: %s", type(exc).__name__, exc)
