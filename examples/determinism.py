@@ -5,15 +5,15 @@
     relaxrepro rerun runs/det/manifest_<run-id>.json --confirm --full       # all of it: weights, AUC
 
 An MLP on synthetic tabular data, a DataLoader with 2 workers, dropout, validation AUC. Modes:
-``unconstrained`` sets nothing; ``seed`` seeds random, numpy and torch; ``deterministic`` also seeds the
-DataLoader (worker_init_fn + generator), turns on torch.use_deterministic_algorithms and sets
-CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED. The lines that use relaxrepro are marked ``# relaxrepro``;
-torch and numpy are this example's own needs, never relaxrepro's.
+``unconstrained`` sets nothing; ``seed`` seeds random, numpy and torch (``relaxrepro.seed_everything``);
+``deterministic`` also seeds the DataLoader (the helper's worker_init_fn + generator), turns on
+torch.use_deterministic_algorithms and sets CUBLAS_WORKSPACE_CONFIG (``deterministic=True``), and PYTHONHASHSEED.
+The lines that use relaxrepro are marked ``# relaxrepro``; torch and numpy are this example's own needs, never
+relaxrepro's.
 """
 
 import argparse
 import os
-import random
 import sys
 import time
 
@@ -78,13 +78,6 @@ def batches(loader: DataLoader):
         yield from loader
 
 
-def seed_worker(worker_id: int) -> None:
-    """Each DataLoader worker seeds numpy and random from its torch seed (set by the loader's generator)."""
-    seed = torch.initial_seed() % 2**32
-    np.random.seed(seed)
-    random.seed(seed)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=("unconstrained", "seed", "deterministic"), default="deterministic")
@@ -99,14 +92,10 @@ def main() -> None:
         os.environ["PYTHONHASHSEED"] = str(args.seed)
         os.execv(sys.executable, [sys.executable] + sys.argv)
     loader_options = {}
-    if args.mode in ("seed", "deterministic"):
-        random.seed(args.seed)
-        np.random.seed(args.seed)
-        torch.manual_seed(args.seed)
-    if args.mode == "deterministic":
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"  # cuBLAS is deterministic only with it (GPU runs)
-        torch.use_deterministic_algorithms(True)
-        loader_options = {"worker_init_fn": seed_worker, "generator": torch.Generator().manual_seed(args.seed)}
+    if args.mode == "seed":  # relaxrepro: random, numpy and torch seeded, recorded in seeds.set
+        relaxrepro.seed_everything(args.seed, workers=False)
+    if args.mode == "deterministic":  # relaxrepro: also the switches and the DataLoader's generator and workers
+        loader_options = relaxrepro.seed_everything(args.seed, deterministic=True).loader
 
     with relaxrepro.recorded(args, output_dir=args.out) as manifest:  # relaxrepro
         (x, y), (vx, vy) = make_data(args.rows)

@@ -7,7 +7,8 @@ This file stays parseable by any Python 3 so the version guard in ``__main__`` c
 from relaxrepro._version import __version__
 
 __all__ = ["__version__", "collect_manifest", "update_manifest", "write_manifest", "recorded", "load_manifest",
-           "Manifest", "ManifestError", "trace", "should_stop", "result"]
+           "Manifest", "ManifestError", "trace", "should_stop", "result",
+           "seed_everything"]
 
 _LAZY = {
     "collect_manifest": "relaxrepro.api",
@@ -17,6 +18,7 @@ _LAZY = {
     "trace": "relaxrepro.api",
     "should_stop": "relaxrepro.api",
     "result": "relaxrepro.api",
+    "seed_everything": "relaxrepro.api",
     "load_manifest": "relaxrepro.manifest.reader",
     "ManifestError": "relaxrepro.manifest.reader",
     "Manifest": "relaxrepro.manifest.model",

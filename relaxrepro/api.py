@@ -24,7 +24,8 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .manifest.model import Manifest, new_run_id, output_dir, should_stop, stop_run
-from .record import session
+from .record import seeding, session
+from .record.seeding import seed_everything  # noqa: F401 - public: relaxrepro.seed_everything
 from .std import deadline
 from .std.text import safe_format
 
@@ -142,6 +143,7 @@ def collect_manifest(
             return None
         m: Manifest = built.value
         _warn_problems(m, "partial manifest")
+        seeding.note(m, "entry", sys.modules, ctx.env)  # the generators as the trainer left them, seeded or not
         _collected(m)
         return m
     return None
@@ -381,6 +383,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
     As a context manager it yields the :class:`Manifest` (or None); as a decorator each call of the
     function is one recorded run. The exception, ``sys.exit`` code or ``KeyboardInterrupt`` passes
     through untouched. Only rank 0 (``RANK``, else ``SLURM_PROCID``) records unless ``all_ranks``.
+    ``seed=N`` (``deterministic=True``) calls :func:`seed_everything` first, on every rank.
     Changes made to the manifest inside the block (``update_manifest`` after ``ray.init()``) are
     written at exit together with the outcome. Under ``relaxrepro run`` both go into run's manifest
     (see :func:`write_manifest`); run then lays the process's exit status or signal over this
@@ -399,6 +402,7 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         self._metrics = metrics
         self._outputs = outputs
         self._trackers: Dict[str, Any] = {"integrations": integrations, "tensorboard": tensorboard}
+        self._seed = (options.pop("seed", None), bool(options.pop("deterministic", False)))
         self._options = options
         self._local = threading.local()
 
@@ -406,7 +410,8 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         @functools.wraps(func)
         def wrapper(*a: Any, **kw: Any) -> Any:
             with recorded(self._args, self._output_dir, all_ranks=self._all_ranks, metrics=self._metrics,
-                          outputs=self._outputs, **self._trackers, **self._options):
+                          outputs=self._outputs, seed=self._seed[0], deterministic=self._seed[1], **self._trackers,
+                          **self._options):
                 return func(*a, **kw)
 
         return wrapper
@@ -419,6 +424,8 @@ class recorded:  # noqa: N801 - used like a function: ``with recorded(...)`` / `
         _active.__dict__.setdefault("stack", []).append(state)  # trace()/result() act on the innermost block
         with _NeverRaise("record this run"):  # every call below keeps the promise already
             env = self._options.get("env") or os.environ
+            if self._seed[0] is not None:
+                seed_everything(self._seed[0], deterministic=self._seed[1], env=env)
             if not session.records_here(env, self._all_ranks):
                 return None
             out = output_dir(self._output_dir, env)
@@ -524,7 +531,10 @@ def trace(step: Any, loss: Any = None, **scalars: Any) -> None:
     ``$RELAXREPRO_MAX_STEPS`` (every rank of a quick replay stops at the same step) and one warning."""
     m = current_manifest()
     if m is not None:
+        first = m.tracer is None
         m.trace(step, loss, **scalars)
+        if first:  # the DataLoaders exist by now: unseeded workers are flagged at once
+            seeding.at_first_step(m, sys._getframe(1), sys.modules)
         return
     _nowhere("trace")
     if should_stop(step):
@@ -568,6 +578,7 @@ def settle(m: Manifest) -> None:
 
     with _lock:
         results.settle(m)
+        seeding.note(m, "exit", sys.modules, os.environ, sys._getframe(1))
 
 
 def _flush_last() -> None:

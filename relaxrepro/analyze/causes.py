@@ -31,8 +31,9 @@ BOTH_OFF = "determinism switches off in both runs"
 _HARDWARE = (("gpu", "another GPU model"), ("driver", "another GPU driver"), ("cudnn", "another cuDNN"),
              ("nccl", "another NCCL"), ("cuda", "another CUDA"))
 _ORDER = ("other code", "other packages", "other arguments or environment", "other data",
-          "determinism switches off", "another seed", "other determinism settings", "another GPU model",
-          "another GPU driver", "another cuDNN", "another NCCL", "another CUDA", "another world size", BOTH_OFF, OWN)
+          "determinism switches off", "another seed", "generators in another state", "other determinism settings",
+          "another GPU model", "another GPU driver", "another cuDNN", "another NCCL", "another CUDA",
+          "another world size", BOTH_OFF, OWN)
 """The buckets, most likely to change the numbers first."""
 
 _PATH_KEYS = ("dir", "path", "file", "root", "folder", "prefix")
@@ -115,6 +116,8 @@ def _determinism_off(old: Mapping[str, Any], new: Mapping[str, Any], buckets: Di
 def _bucket(c: Any, path: str) -> Optional[str]:
     if path.startswith("seeds.values"):
         return "another seed"
+    if path.startswith(("seeds.generators", "seeds.observed")):  # unseeded: each process starts its own way
+        return "generators in another state"
     if path.startswith("training.world_size") or path.endswith("world_size"):
         return "another world size"
     if c.category == "hardware":

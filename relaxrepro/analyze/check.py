@@ -467,7 +467,8 @@ def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
         return [Item("seeds", "-", "-", NOT_RECORDED)]
     h = here.get("seeds")
     if not isinstance(h, dict):
-        return [Item("seeds", "recorded", "-", WARN, "seeds and determinism switches not collected here")]
+        return [Item("seeds", "recorded", "-", WARN, "seeds and determinism switches not collected here")] + \
+            _lint_items(r)
     items: List[Item] = []
     # Seeds are top-level scalars in 1.0 manifests and under ``values`` since (Relax's ``config.arguments.seed``
     # is read as the latter); the switches are ``switches`` in 1.0 and ``env`` since.
@@ -486,11 +487,22 @@ def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:
         else:
             items.append(Item("switch " + key, cell(a) if a is not MISSING else "unset",
                               cell(b) if b is not MISSING else "unset", WARN, "determinism switch differs"))
+    items.extend(_lint_items(r))
     if r.get("bit_reproducible") is False:
         missing = r.get("missing")
         note = ", ".join(str(m) for m in missing)[:200] if isinstance(missing, list) else ""
         items.append(Item("bit reproducible", "no", "-", INFO, ("missing: " + note) if note else ""))
     return items
+
+
+def _lint_items(seeds: Mapping[str, Any]) -> List[Item]:
+    """The determinism lint the running trainer recorded (``seeds.warnings``): one row, whatever here is; INFO,
+    as ``bit reproducible``: it says how the run was set up, not whether this machine can rerun it."""
+    lint = seeds.get("warnings")
+    if not isinstance(lint, list) or not lint:
+        return []
+    return [Item("determinism lint", "%d warning%s" % (len(lint), "" if len(lint) == 1 else "s"), "-", INFO,
+                 "; ".join(str(w) for w in lint)[:300])]
 
 
 def _seed_values(seeds: Mapping[str, Any]) -> Dict[str, Any]:
@@ -502,7 +514,8 @@ def _seed_values(seeds: Mapping[str, Any]) -> Dict[str, Any]:
     return out
 
 
-_SEED_SECTION_KEYS = ("switches", "env", "flags", "torch", "values", "missing", "bit_reproducible")
+_SEED_SECTION_KEYS = ("switches", "env", "flags", "torch", "values", "missing", "bit_reproducible", "set", "observed",
+                      "generators", "seeded", "unused_values", "dataloaders", "warnings")
 
 
 def _switches(seeds: Mapping[str, Any]) -> Optional[Dict[str, Any]]:

@@ -293,3 +293,14 @@ def test_the_same_rows_in_another_order_differ():
     result = verify(old, new)
     assert result["verdict"] == "diverged"
     assert result["trace"]["notes"] == ["the rows come in another order"]
+
+
+def test_generators_that_started_in_another_state_are_a_cause_of_their_own():
+    old, new = pair(metrics={"auc": 0.5, "loss": 0.25})
+    for doc, state, initial in ((old, "b285d87d78a92f81", 7402775216201261681), (new, "7f9fb30cc2b480e7", 3270855)):
+        doc["seeds"] = {"values": {"seed": 0}, "bit_reproducible": True, "missing": [], "seeded": ["torch"],
+                        "generators": {"random": None, "torch": initial},
+                        "observed": {"entry": {"random": {"state": state}, "torch": {"initial_seed": initial}}}}
+    causes = verify(old, new)["causes"]
+    assert [c.split(":")[0] for c in causes] == ["generators in another state"]
+    assert causes[0].startswith("generators in another state: seeds.generators.torch 7402775216201261681 -> 3270855")
