@@ -9,6 +9,7 @@ as it was: it never names a run that does not hold it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -41,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     doc, original = _read(args.manifest)
     if doc is None:
         return Exit.USAGE
-    module = _library(tool)
+    module = None
+    if _installed(tool):
+        # importing the tracker's library and reaching its run can take many seconds: say what is under way
+        say("relaxrepro attach: %s", _opening(tool, args))
+        module = _library(tool)
     if module is None:
         say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
         return Exit.USAGE
@@ -106,6 +111,23 @@ def _read(path: str) -> Tuple[Optional[Dict[str, Any]], bytes]:
         return None, b""
     raw = reader.read_bytes(path, READ_LIMIT_BYTES)
     return reader.parse_json(raw.decode("utf-8")), raw
+
+
+def _installed(tool: str) -> bool:
+    """Whether a package the tool needs is there, found without importing it (that alone may take seconds)."""
+    return any(importlib.util.find_spec(name.split(".")[0]) is not None for name in _PACKAGES[tool])
+
+
+def _opening(tool: str, args: argparse.Namespace) -> str:
+    """The progress line said before the tracker's library is imported: which run, and where."""
+    if tool == "wandb":
+        mode = os.environ.get("WANDB_MODE")
+        return "opening W&B run %s%s" % (args.wandb, " (%s)" % mode if mode else "")
+    if tool == "mlflow":
+        uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+        return "opening MLflow run %s at %s" % (
+            args.mlflow, trackers.shown_uri(uri) if uri else "MLflow's default tracking URI")
+    return "opening TensorBoard log directory %s" % args.tensorboard
 
 
 def _library(tool: str) -> Any:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -79,6 +81,28 @@ def test_the_wandb_path_an_offline_run_records_is_taken_back_by_attach(tmp_path,
     assert res.returncode == 0, res.stderr
     assert res.stdout.endswith("attached to W&B run proj/abc123\n")
     assert load(manifest)["lineage"]["trackers"] == [{"tool": "wandb", "run": "proj/abc123"}]
+
+
+def _merged(*argv: str, env: dict) -> str:
+    """stdout and stderr in the order the user's terminal shows them."""
+    res = subprocess.run([sys.executable, "-m", "relaxrepro", *argv], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout
+    return res.stdout
+
+
+def test_attach_says_which_run_it_opens_before_the_slow_part(tmp_path, manifest, mlflow_run):
+    out = _merged("attach", str(manifest), "--mlflow", mlflow_run["run_id"], env=clean_env(
+        MLFLOW_TRACKING_URI=mlflow_run["uri"]))
+    assert out.splitlines() == [
+        "relaxrepro attach: opening MLflow run %s at %s" % (mlflow_run["run_id"], mlflow_run["uri"]),
+        "relaxrepro attach: manifest_%s.json attached to MLflow run %s" % (RUN, mlflow_run["run_id"])]
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "cfg"), WANDB_CACHE_DIR=str(tmp_path / "cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "data"))
+    lines = _merged("attach", str(manifest), "--wandb", "proj/abc123", env=env).splitlines()
+    assert lines[0] == "relaxrepro attach: opening W&B run proj/abc123 (offline)"
+    assert lines[-1] == "relaxrepro attach: manifest_%s.json attached to W&B run proj/abc123" % RUN
 
 
 def test_attach_to_a_tensorboard_log_dir(tmp_path, manifest):
@@ -236,6 +260,8 @@ def test_a_tracking_uris_credentials_are_never_printed(tmp_path, manifest):
                   env=clean_env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5"))
     assert res.returncode == 2
     _none_planted(res.stdout + res.stderr, [token, key, pw])
-    assert res.stderr.startswith("relaxrepro attach: error: could not open the MLflow run: ")
+    opening, error = res.stderr.splitlines()
+    assert opening == "relaxrepro attach: opening MLflow run %s at http://127.0.0.1:%d/mlflow" % ("0" * 32, port)
+    assert error.startswith("relaxrepro attach: error: could not open the MLflow run: ")
     assert "http://127.0.0.1:%d/mlflow" % port in res.stderr
     assert manifest.read_bytes() == before
