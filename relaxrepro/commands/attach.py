@@ -88,7 +88,23 @@ def run(args: argparse.Namespace) -> int:
         return Exit.OK
     say("relaxrepro attach: %s attached to %s %s", os.path.basename(path), _WHAT[tool],
         entry.get("run") or entry.get("run_id") or entry.get("log_dir"), out=sys.stdout)
+    if tool == "wandb":
+        _say_if_offline(attachment.handle)
     return Exit.OK
+
+
+def _say_if_offline(run: Any) -> None:
+    """W&B cannot resume an offline run: ``init(id=..., resume="must")`` opens a new offline run directory with
+    that id rather than adding to the run's own, which is left as it was. Say where the manifest went."""
+    offline = getattr(run, "offline", None)
+    if offline is None:
+        offline = bool(getattr(getattr(run, "settings", None), "_offline", False))
+    if not offline:
+        return
+    directory = getattr(getattr(run, "settings", None), "sync_dir", None) or "a new offline-run-*-%s" % run.id
+    say("relaxrepro attach: note: W&B cannot resume an offline run: the manifest went into a new offline run "
+        "directory with the run's id, %s (an earlier directory of the run is left as it was); upload it with "
+        "`wandb sync %s`", directory, directory)
 
 
 def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:

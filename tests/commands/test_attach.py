@@ -6,6 +6,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from tests.helpers.common import MARKER_VAR, clean_env, pyenv_python, run_cli, survivors, validate_manifest
 from tests.helpers.recording import load, make_doc, put
 from tests.helpers.redact import fakes, leaked, password
-from tests.helpers.trackers import tensorboard_texts, wandb_config
+from tests.helpers.trackers import run_trainer, tensorboard_texts, wandb_config
 
 pytest.importorskip("wandb")
 pytest.importorskip("mlflow")
@@ -70,6 +71,28 @@ def test_attach_to_a_wandb_run_offline(tmp_path, manifest):
     (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-abc123")
     assert load(run_dir / "files" / ("manifest_%s.json" % RUN)) == doc
     assert wandb_config(str(run_dir))["relaxrepro"]["run_id"] == RUN
+    # W&B cannot resume an offline run: attach says where the manifest went, as a second run of that id
+    assert res.stderr.splitlines()[-1] == (
+        "relaxrepro attach: note: W&B cannot resume an offline run: the manifest went into a new offline run "
+        "directory with the run's id, %s (an earlier directory of the run is left as it was); upload it with "
+        "`wandb sync %s`" % (run_dir, run_dir))
+
+
+def test_attach_to_an_offline_run_the_api_recorded_says_it_is_a_second_directory(tmp_path):
+    info = run_trainer(tmp_path, "wandb")
+    first = Path(info["wandb_dir"])  # wandb/offline-run-<second>-<id>
+    time.sleep(1.1)  # wandb names the directory by the second: an attach after the run is in a later one
+    before = sorted(p.relative_to(first) for p in first.rglob("*"))
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"), WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "wandb-data"))
+    res = run_cli("attach", info["path"], "--wandb", info["wandb_path"], env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    dirs = sorted(first.parent.glob("offline-run-*-%s" % info["wandb_path"].split("/")[-1]))
+    assert len(dirs) == 2 and first in dirs  # W&B offline: a second directory, the first as it was
+    (second,) = [d for d in dirs if d != first]
+    assert sorted(p.relative_to(first) for p in first.rglob("*")) == before
+    assert "went into a new offline run directory with the run's id, %s" % second in res.stderr
 
 
 def test_the_wandb_path_an_offline_run_records_is_taken_back_by_attach(tmp_path, manifest):
