@@ -577,9 +577,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("relaxrepro: interrupted\n")
         return Exit.INTERRUPTED
+    except BrokenPipeError:
+        # The reader of our output stopped reading (`| head -1`): what it wanted it has, files are written
+        # before anything is printed, so end quietly and successfully, whichever command it was.
+        _reader_gone()
+        return Exit.OK
     except Exception as exc:  # the promise: one line, never a traceback
         say("relaxrepro: internal error: %s: %s", type(exc).__name__, exc)
         return Exit.FAIL
+
+
+def _reader_gone() -> None:
+    """Point stdout at the null device: what is still buffered for a reader that left is dropped, and
+    Python's own flush at exit neither fails nor prints "Exception ignored"."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file (a caller's buffer): nothing to drop
 
 
 def run_main() -> None:
@@ -588,6 +604,8 @@ def run_main() -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:
+        _reader_gone()  # the command's verdict stands; the output it buffered has no reader left
     except (OSError, ValueError):
         pass
     # Only a command that ran probes can have stray threads; reading commands never import the runner.

@@ -127,3 +127,41 @@ def test_a_mistyped_top_level_option_gets_did_you_mean(which):
     assert out.returncode == 2
     assert out.stderr.splitlines()[-1] == ("relaxrepro: error: unrecognized arguments: --verison; "
                                            "did you mean --version?")
+
+
+def _into_a_pipe_that_closes(argv, cwd, read_first_line: bool) -> "tuple[int, str]":
+    """Run the CLI with stdout a real pipe whose reader leaves: at once, or after one line (``| head -1``)."""
+    r, w = os.pipe()
+    child = subprocess.Popen([sys.executable, "-m", "relaxrepro", *argv], stdout=w, stderr=subprocess.PIPE,
+                             env=clean_env(), cwd=str(cwd))
+    os.close(w)
+    if read_first_line:
+        with os.fdopen(r, "rb") as reader:
+            reader.readline()
+    else:
+        os.close(r)
+    err = child.stderr.read().decode()
+    child.stderr.close()
+    return child.wait(timeout=60), err
+
+
+def test_a_reader_that_stops_reading_ends_every_command_quietly_and_the_file_is_whole(tmp_path):
+    import json
+
+    made = []
+    # A manifest larger than the pipe (a long command line) meets the closed pipe while it is being written,
+    # a small one when it is flushed at exit; the reader leaves before the first write, or after one line.
+    long_command = ["--", "train.py"] + ["--flag%d=value" % i for i in range(1500)]
+    for i in range(6):
+        out = tmp_path / ("manifest_%d.json" % i)
+        argv = ["generate", "--print", "-o", str(out)] + (long_command if i < 4 else [])
+        code, err = _into_a_pipe_that_closes(argv, tmp_path, i % 2 == 1)
+        assert code == 0, err
+        assert "Traceback" not in err and "internal error" not in err and "Exception ignored" not in err, err
+        made.append(json.loads(out.read_text()))  # written completely, whatever the pipe did
+    assert all(doc["schema_version"] == made[0]["schema_version"] for doc in made)
+    for argv in (["show", str(tmp_path / "manifest_0.json")], ["show", "--json", str(tmp_path / "manifest_0.json")],
+                 ["ls", str(tmp_path)], ["ls", "--json", str(tmp_path)], ["--help"]):
+        for first_line in (False, True):
+            code, err = _into_a_pipe_that_closes(argv, tmp_path, first_line)
+            assert (code, err) == (0, ""), argv

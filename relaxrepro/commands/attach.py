@@ -9,6 +9,7 @@ as it was: it never names a run that does not hold it.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -41,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
     doc, original = _read(args.manifest)
     if doc is None:
         return Exit.USAGE
-    module = _library(tool)
+    module = None
+    if _installed(tool):
+        # importing the tracker's library and reaching its run can take many seconds: say what is under way
+        say("relaxrepro attach: %s", _opening(tool, args))
+        module = _library(tool)
     if module is None:
         say("relaxrepro attach: error: --%s needs the %s package, which is not installed here", tool, _PIP[tool])
         return Exit.USAGE
@@ -83,7 +88,23 @@ def run(args: argparse.Namespace) -> int:
         return Exit.OK
     say("relaxrepro attach: %s attached to %s %s", os.path.basename(path), _WHAT[tool],
         entry.get("run") or entry.get("run_id") or entry.get("log_dir"), out=sys.stdout)
+    if tool == "wandb":
+        _say_if_offline(attachment.handle)
     return Exit.OK
+
+
+def _say_if_offline(run: Any) -> None:
+    """W&B cannot resume an offline run: ``init(id=..., resume="must")`` opens a new offline run directory with
+    that id rather than adding to the run's own, which is left as it was. Say where the manifest went."""
+    offline = getattr(run, "offline", None)
+    if offline is None:
+        offline = bool(getattr(getattr(run, "settings", None), "_offline", False))
+    if not offline:
+        return
+    directory = getattr(getattr(run, "settings", None), "sync_dir", None) or "a new offline-run-*-%s" % run.id
+    say("relaxrepro attach: note: W&B cannot resume an offline run: the manifest went into a new offline run "
+        "directory with the run's id, %s (an earlier directory of the run is left as it was); upload it with "
+        "`wandb sync %s`", directory, directory)
 
 
 def _usage_problem(args: argparse.Namespace, tool: str) -> Optional[str]:
@@ -106,6 +127,23 @@ def _read(path: str) -> Tuple[Optional[Dict[str, Any]], bytes]:
         return None, b""
     raw = reader.read_bytes(path, READ_LIMIT_BYTES)
     return reader.parse_json(raw.decode("utf-8")), raw
+
+
+def _installed(tool: str) -> bool:
+    """Whether a package the tool needs is there, found without importing it (that alone may take seconds)."""
+    return any(importlib.util.find_spec(name.split(".")[0]) is not None for name in _PACKAGES[tool])
+
+
+def _opening(tool: str, args: argparse.Namespace) -> str:
+    """The progress line said before the tracker's library is imported: which run, and where."""
+    if tool == "wandb":
+        mode = os.environ.get("WANDB_MODE")
+        return "opening W&B run %s%s" % (args.wandb, " (%s)" % mode if mode else "")
+    if tool == "mlflow":
+        uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+        return "opening MLflow run %s at %s" % (
+            args.mlflow, trackers.shown_uri(uri) if uri else "MLflow's default tracking URI")
+    return "opening TensorBoard log directory %s" % args.tensorboard
 
 
 def _library(tool: str) -> Any:

@@ -11,7 +11,7 @@ import sys
 from .._version import __version__
 from ..manifest import query, runindex
 from ..manifest.scan import Entry
-from ..manifest.summary import algorithm, gpus, lineage_of, ls_cells, parent_id, repos, trackers
+from ..manifest.summary import COPY_RANK, algorithm, copy_kind, gpus, lineage_of, ls_cells, parent_id, repos, trackers
 from ..std.records import Record
 from ..std.sha import sha256_hex
 from ..std.table import RelPaths, format_columns
@@ -89,7 +89,7 @@ class _Shape(Exception):
 
 
 def _answer_key(args: argparse.Namespace, roots: List[str], layout: Layout) -> str:
-    what = [runindex.VERSION, __version__, sys.version, os.getcwd(), roots, bool(args.json), list(args.where),
+    what = ["copies", runindex.VERSION, __version__, sys.version, os.getcwd(), roots, bool(args.json), list(args.where),
             args.same_as, args.since, args.until, layout.sort, layout.descending, layout.limit, layout.columns,
             layout.width]
     return sha256_hex(json.dumps(what).encode("utf-8", "surrogateescape"))
@@ -102,6 +102,9 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
         table = src.table(RelPaths("."))
         if table is not None:
             good, bad = table
+            good, copies = collapse_copies(good, lambda g: (g[1], g[2]))
+            if copies:
+                good = [g[:3] + (_marked(g[3], copies.get(id(g))),) for g in good]
             if layout.limit is not None:
                 good = good[:layout.limit]
             text = ""
@@ -129,20 +132,67 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
         if rows is None:
             rows = src.find(want=want)
         rows = _select(rows, sets, clauses, since, until, args.same_as, dirs)
-    good = layout.order([r for r in rows if r.error is None], args.json)
+    good, copies = collapse_copies([r for r in rows if r.error is None], lambda r: (r.run_id, r.path))
+    good = layout.order(good, args.json)
     bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
     text = ""
     if args.json:
-        out = [dict(summary(r.entry()), metrics=json_metrics(r.facts.get("metric"))) for r in good]
+        out = [dict(summary(r.entry()), metrics=json_metrics(r.facts.get("metric")),
+                    copies=(copies.get(id(r)) or ("", []))[1]) for r in good]
         out += [{"path": p, "error": why} for p, why in bad]
         text = json.dumps(out, indent=1, sort_keys=True) + "\n"
     elif rows:
-        cells = [r.cells.split("\t") for r in good]
+        cells = [_marked(r.cells, copies.get(id(r))).split("\t") for r in good]
         if any(len(c) != CELLS for c in cells):
             raise _Shape()
         text = render_rows(cells, [r.path for r in good], bad, layout=layout,
                            metrics=[r.facts.get("metric") or {} for r in good])
     return text, len(bad), total, len(good) + len(bad)
+
+
+def collapse_copies(items: List[Any], key: Any) -> Tuple[List[Any], Dict[int, Tuple[str, List[Dict[str, str]]]]]:
+    """A run listed once however many copies of it there are (``merge``'s ``.merged.json``, the copies the
+    trackers keep: :func:`~relaxrepro.manifest.summary.copy_kind`): (the items, each run's preferred copy where
+    the first of its copies stood; {id(item): (its kind, the others as ``{"path", "kind"}``)} for those that
+    have copies). ``key``: an item's (run id, path). Two files of a run that are both its own manifest are two
+    runs that share an id, and stay two rows."""
+    groups: Dict[str, List[Any]] = {}
+    for item in items:
+        run_id = key(item)[0]
+        if run_id:
+            groups.setdefault(run_id, []).append(item)
+    chosen: Dict[int, Any] = {}
+    copies: Dict[int, Tuple[str, List[Dict[str, str]]]] = {}
+    for run_id, group in groups.items():
+        if len(group) < 2:
+            continue
+        kinds = [copy_kind(key(g)[1], run_id) for g in group]
+        if kinds.count("manifest") > 1:
+            continue
+        best = min(range(len(group)), key=lambda i: (COPY_RANK.get(kinds[i], 2), i))
+        copies[id(group[best])] = (kinds[best], [{"path": key(g)[1], "kind": k} for i, (g, k)
+                                                 in enumerate(zip(group, kinds)) if i != best])
+        for g in group:
+            chosen[id(g)] = group[best]
+    out, seen = [], set()
+    for item in items:
+        item = chosen.get(id(item), item)
+        if id(item) not in seen:
+            seen.add(id(item))
+            out.append(item)
+    return out, copies
+
+
+def _marked(cells: str, copies: Optional[Tuple[str, List[Dict[str, str]]]]) -> str:
+    """The tab-joined cells with the run cell marked: ``+merged`` when the row is the merged manifest,
+    ``+TOOL`` for each tracker that holds a copy."""
+    if not copies:
+        return cells
+    kind, others = copies
+    marks = ["merged"] if kind == "merged" else []
+    marks += sorted({c["kind"] for c in others} - {"manifest", "merged"})
+    run, sep, rest = cells.partition("\t")
+    return "".join([run] + [" +" + m for m in marks]) + sep + rest
 
 
 def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, until: Any, same_as: Any,

@@ -7,6 +7,9 @@ commands; ``lineage``, ``report`` and the trackers' summary show the same cells.
 
 from __future__ import annotations
 
+import glob
+import os
+
 from ..std.text import safe_text
 from .numbers import shown
 
@@ -22,6 +25,32 @@ def run_id_of(doc: Dict[str, Any]) -> Optional[str]:
     """The document's ``run_id`` when it is a string, else None."""
     value = doc.get("run_id")
     return value if isinstance(value, str) else None
+
+
+COPY_RANK = {"merged": 0, "manifest": 1}
+"""Which copy of a run a listing shows: the merged manifest (it holds the nodes too), then the run's own;
+a tracker's copy (``wandb``, ``mlflow``, ``tensorboard``) only when it is all there is."""
+
+
+def copy_kind(path: str, run_id: str) -> str:
+    """What the file at ``path`` is among a run's copies: ``merged`` (``relaxrepro merge``'s
+    ``manifest_<id>.merged.json``), a tracker's copy of ``manifest_<id>.json`` (``wandb``: a W&B run's
+    ``files/``; ``mlflow``: the ``relaxrepro/`` artifact folder; ``tensorboard``: beside event files), else
+    ``manifest``."""
+    name = os.path.basename(path)
+    if name == "manifest_%s.merged.json" % run_id:
+        return "merged"
+    folder = os.path.dirname(path)
+    parts = os.path.normpath(path).split(os.sep)
+    if name == "manifest_%s.json" % run_id:
+        if len(parts) >= 3 and parts[-2] == "files" and any(p == "wandb" or p.startswith(("run-", "offline-run-"))
+                                                           for p in parts[:-2]):
+            return "wandb"
+        if len(parts) >= 2 and parts[-2] == "relaxrepro":
+            return "mlflow"
+        if glob.glob(os.path.join(glob.escape(folder or "."), "events.out.tfevents.*")):
+            return "tensorboard"
+    return "manifest"
 
 
 def short(commit: Any) -> str:

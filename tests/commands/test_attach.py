@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -12,7 +15,7 @@ import pytest
 from tests.helpers.common import MARKER_VAR, clean_env, pyenv_python, run_cli, survivors, validate_manifest
 from tests.helpers.recording import load, make_doc, put
 from tests.helpers.redact import fakes, leaked, password
-from tests.helpers.trackers import tensorboard_texts, wandb_config
+from tests.helpers.trackers import run_trainer, tensorboard_texts, wandb_config
 
 pytest.importorskip("wandb")
 pytest.importorskip("mlflow")
@@ -68,6 +71,28 @@ def test_attach_to_a_wandb_run_offline(tmp_path, manifest):
     (run_dir,) = (tmp_path / "wandb").glob("offline-run-*-abc123")
     assert load(run_dir / "files" / ("manifest_%s.json" % RUN)) == doc
     assert wandb_config(str(run_dir))["relaxrepro"]["run_id"] == RUN
+    # W&B cannot resume an offline run: attach says where the manifest went, as a second run of that id
+    assert res.stderr.splitlines()[-1] == (
+        "relaxrepro attach: note: W&B cannot resume an offline run: the manifest went into a new offline run "
+        "directory with the run's id, %s (an earlier directory of the run is left as it was); upload it with "
+        "`wandb sync %s`" % (run_dir, run_dir))
+
+
+def test_attach_to_an_offline_run_the_api_recorded_says_it_is_a_second_directory(tmp_path):
+    info = run_trainer(tmp_path, "wandb")
+    first = Path(info["wandb_dir"])  # wandb/offline-run-<second>-<id>
+    time.sleep(1.1)  # wandb names the directory by the second: an attach after the run is in a later one
+    before = sorted(p.relative_to(first) for p in first.rglob("*"))
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "wandb-config"), WANDB_CACHE_DIR=str(tmp_path / "wandb-cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "wandb-data"))
+    res = run_cli("attach", info["path"], "--wandb", info["wandb_path"], env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    dirs = sorted(first.parent.glob("offline-run-*-%s" % info["wandb_path"].split("/")[-1]))
+    assert len(dirs) == 2 and first in dirs  # W&B offline: a second directory, the first as it was
+    (second,) = [d for d in dirs if d != first]
+    assert sorted(p.relative_to(first) for p in first.rglob("*")) == before
+    assert "went into a new offline run directory with the run's id, %s" % second in res.stderr
 
 
 def test_the_wandb_path_an_offline_run_records_is_taken_back_by_attach(tmp_path, manifest):
@@ -79,6 +104,28 @@ def test_the_wandb_path_an_offline_run_records_is_taken_back_by_attach(tmp_path,
     assert res.returncode == 0, res.stderr
     assert res.stdout.endswith("attached to W&B run proj/abc123\n")
     assert load(manifest)["lineage"]["trackers"] == [{"tool": "wandb", "run": "proj/abc123"}]
+
+
+def _merged(*argv: str, env: dict) -> str:
+    """stdout and stderr in the order the user's terminal shows them."""
+    res = subprocess.run([sys.executable, "-m", "relaxrepro", *argv], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout
+    return res.stdout
+
+
+def test_attach_says_which_run_it_opens_before_the_slow_part(tmp_path, manifest, mlflow_run):
+    out = _merged("attach", str(manifest), "--mlflow", mlflow_run["run_id"], env=clean_env(
+        MLFLOW_TRACKING_URI=mlflow_run["uri"]))
+    assert out.splitlines() == [
+        "relaxrepro attach: opening MLflow run %s at %s" % (mlflow_run["run_id"], mlflow_run["uri"]),
+        "relaxrepro attach: manifest_%s.json attached to MLflow run %s" % (RUN, mlflow_run["run_id"])]
+    env = clean_env(WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_SILENT="true",
+                    WANDB_CONFIG_DIR=str(tmp_path / "cfg"), WANDB_CACHE_DIR=str(tmp_path / "cache"),
+                    WANDB_DATA_DIR=str(tmp_path / "data"))
+    lines = _merged("attach", str(manifest), "--wandb", "proj/abc123", env=env).splitlines()
+    assert lines[0] == "relaxrepro attach: opening W&B run proj/abc123 (offline)"
+    assert lines[-1] == "relaxrepro attach: manifest_%s.json attached to W&B run proj/abc123" % RUN
 
 
 def test_attach_to_a_tensorboard_log_dir(tmp_path, manifest):
@@ -236,6 +283,8 @@ def test_a_tracking_uris_credentials_are_never_printed(tmp_path, manifest):
                   env=clean_env(MLFLOW_HTTP_REQUEST_MAX_RETRIES="0", MLFLOW_HTTP_REQUEST_TIMEOUT="5"))
     assert res.returncode == 2
     _none_planted(res.stdout + res.stderr, [token, key, pw])
-    assert res.stderr.startswith("relaxrepro attach: error: could not open the MLflow run: ")
+    opening, error = res.stderr.splitlines()
+    assert opening == "relaxrepro attach: opening MLflow run %s at http://127.0.0.1:%d/mlflow" % ("0" * 32, port)
+    assert error.startswith("relaxrepro attach: error: could not open the MLflow run: ")
     assert "http://127.0.0.1:%d/mlflow" % port in res.stderr
     assert manifest.read_bytes() == before

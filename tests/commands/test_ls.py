@@ -406,3 +406,31 @@ def test_compare_where_every_manifest_is_unreadable_says_so_not_just_no_runs(tmp
     assert res.stderr.count("warning: unreadable: runs/manifest_") == 2
     assert res.stderr.splitlines()[-1] == ("relaxrepro compare: error: no runs in group 'g' under runs: "
                                            "2 manifest_*.json unreadable (named above)")
+
+
+def test_a_runs_copies_are_listed_once_the_merged_manifest_shown_and_marked(tmp_path):
+    runs = tmp_path / "runs"
+    env = clean_env(RELAXREPRO_RUN_ID="exp-7", RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
+    assert run_cli("generate", "--output-dir", str(runs), env=env, cwd=tmp_path).returncode == 0
+    assert run_cli("generate", "--node-report", "--output-dir", str(runs), env=env, cwd=tmp_path).returncode == 0
+    assert run_cli("merge", str(runs / "manifest_exp-7.json"), str(runs), env=env, cwd=tmp_path).returncode == 0
+    tb = runs / "tb"  # the copy attach --tensorboard leaves beside the event files
+    tb.mkdir()
+    (tb / "manifest_exp-7.json").write_bytes((runs / "manifest_exp-7.json").read_bytes())
+    (tb / "events.out.tfevents.1796303519.vm.1.0").write_bytes(b"")
+    other = dict(make_doc("20260101_000000_aaaaaaa"), generated_at="2020-01-01T00:00:00Z")
+    put(runs / "o", other)
+    for extra in ([], ["--no-index"], ["--sort=-run"]):
+        res = run_cli("ls", "runs", "--wide", *extra, cwd=tmp_path, env=env)
+        assert res.returncode == 0, res.stderr
+        rows = [line for line in res.stdout.splitlines() if "exp-7" in line]
+        assert len(rows) == 1, res.stdout
+        assert rows[0].split()[:3] == ["exp-7", "+merged", "+tensorboard"]
+        assert rows[0].endswith("runs/manifest_exp-7.merged.json")
+        assert len(res.stdout.splitlines()) == 3  # the header, exp-7, the other run
+    listed = json.loads(run_cli("ls", "runs", "--json", cwd=tmp_path, env=env).stdout)
+    assert [r["run_id"] for r in listed] == ["20260101_000000_aaaaaaa", "exp-7"]
+    assert listed[0]["copies"] == []
+    assert listed[1]["path"] == "runs/manifest_exp-7.merged.json"
+    assert sorted((c["kind"], c["path"]) for c in listed[1]["copies"]) == [
+        ("manifest", "runs/manifest_exp-7.json"), ("tensorboard", "runs/tb/manifest_exp-7.json")]
