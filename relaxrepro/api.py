@@ -553,8 +553,8 @@ def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequen
         return m.get("results") if m is not None else None
     with _NeverRaise("record the results"):
         from .collect.context import safe_getcwd  # lazy: ~18 ms, only for outputs, once per run
-        from .record import results  # lazy: ~7 ms (fingerprints, metrics), only once a run has results
 
+        results = _results()
         problems: List[str] = []
         found: Dict[str, Any] = {}
         if metrics is not None:
@@ -572,12 +572,17 @@ def result(metrics: Optional[Mapping[str, Any]] = None, outputs: Optional[Sequen
     return None
 
 
+def _results() -> Any:
+    """``record.results``, imported once a run has results."""
+    from .record import results  # lazy: ~7 ms (fingerprints, metrics), only once a run has results
+
+    return results
+
+
 def settle(m: Manifest) -> None:
     """The trace collected in memory, laid into ``results.trace`` before a write."""
-    from .record import results  # lazy: ~7 ms, as in result()
-
     with _lock:
-        results.settle(m)
+        _results().settle(m)
         seeding.note(m, "exit", sys.modules, os.environ, sys._getframe(1))
 
 
@@ -587,9 +592,7 @@ def _flush_last() -> None:
     m = _last
     if m is None or m.path is None or m.flushed or _foreign(m):
         return
-    from .record import results  # lazy: ~7 ms, as in result()
-
-    if any(s.manifest is m for s in _active.__dict__.get("stack") or ()) or not results.pending(m):
+    if any(s.manifest is m for s in _active.__dict__.get("stack") or ()) or not _results().pending(m):
         return
     with _NeverRaise("record the results"):
         settle(m)

@@ -11,8 +11,6 @@ import sys
 from ..analyze.verify import render, verify
 from ..manifest.writer import describe_os_error
 from ._common import Exit, say, verify_exit
-from ._pages import output
-from ._pages.twoway import two_run_page
 from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
@@ -40,9 +38,11 @@ def run(args: argparse.Namespace) -> int:
         paths.append(given)
     result = verify(docs[0], docs[1], rtol=args.rtol, atol=args.atol, steps=args.steps)
     if getattr(args, "html", None) is not None:
+        from ._pages import output, twoway  # lazy: ~12 ms (the page, std.proc for git), only for --html
+
         try:
             path, _ = output.target(args.html, "verify.html", paths, os.environ, flag="--html")
-            output.write(path, two_run_page(paths, docs, result))
+            output.write(path, twoway.two_run_page(paths, docs, result))
         except output.NotOurs as exc:
             say("relaxrepro verify: error: %s", str(exc))
             return Exit.USAGE
