@@ -40,8 +40,10 @@ def test_pyz_is_executable_with_env_shebang_and_small(pyz):
     assert pyz.read_bytes().startswith(b"#!/usr/bin/env python3\n")
     assert os.access(pyz, os.X_OK)
     # Our own budget, not a user's: 150 KiB held through issue 15, 200 KiB through 17; issues 18-21 (verify and
-    # replay, the run index, the HTML report, the trackers) brought it to ~210 KB.
-    assert pyz.stat().st_size <= 256 * 1024
+    # replay, the run index, the HTML report, the trackers) brought it to ~210 KB, 256 KiB held through 26; issues
+    # 27-33 (run ids, replay workspaces, the number rule, seeding, the report's pictures, show, completion) to
+    # ~258 KiB. A new budget with room for two more rounds, not a ceiling to fill.
+    assert pyz.stat().st_size <= 300 * 1024
     with zipfile.ZipFile(pyz) as zf:
         names = zf.namelist()
     assert "__main__.py" in names and "relaxrepro/cli.py" in names
