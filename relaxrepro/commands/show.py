@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from ..manifest.fields import MISSING, get, python_version, section, untracked_files
+from ..manifest.fields import MISSING, get, patch_counts, patch_text, python_version, section, untracked_files
 from ..manifest.flat import flatten
 from ..manifest.numbers import shown
 from ..manifest.summary import gpu_cell, outcome_text, parent_id, short, trackers
@@ -116,11 +116,9 @@ def _code(doc: Dict[str, Any]) -> List[Tuple[str, Any]]:
             parts.append(str(branch))
         parts.append("dirty" if repo.get("dirty") else "clean")
         patch = repo.get("patch")
-        text = patch.get("text") if isinstance(patch, dict) else patch if isinstance(patch, str) else None
-        if isinstance(text, str) and text:
-            lines = text.split("\n")
-            plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
-            minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+        text = patch_text(patch)
+        if text is not None:
+            _, plus, minus = patch_counts(text)
             files = patch.get("files") if isinstance(patch, dict) else None
             parts.append("patch %s+%d -%d" % ("%d file(s) " % len(files) if isinstance(files, list) else "",
                                               plus, minus))

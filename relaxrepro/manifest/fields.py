@@ -249,6 +249,20 @@ def resolve_home(path: Any, home: Optional[str]) -> Optional[str]:
     return path
 
 
+def patch_text(patch: Any) -> Optional[str]:
+    """The inline text of a recorded patch (``{"text": ...}``, or the bare string of older manifests), or None."""
+    text = patch.get("text") if isinstance(patch, dict) else patch
+    return text if isinstance(text, str) and text else None
+
+
+def patch_counts(text: str) -> Tuple[int, int, int]:
+    """(lines, added, removed) of a unified diff, its ``+++``/``---`` file headers not counted."""
+    lines = text.split("\n")
+    plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
+    minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+    return len(lines), plus, minus
+
+
 def patch_incomplete(patch: Any) -> Optional[str]:
     """Why a recorded patch is not the whole change (``timeout: git diff did not finish in time``), or None.
 

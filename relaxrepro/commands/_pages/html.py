@@ -18,7 +18,7 @@ import json
 import re
 
 from ..._version import __version__
-from ...manifest.fields import MISSING, get, python_version, section, untracked_files
+from ...manifest.fields import MISSING, get, patch_counts, patch_text, python_version, section, untracked_files
 from ...manifest.summary import gpu_cell, outcome_text, short
 from ...manifest.summary import trackers as summary_trackers
 from ...std.sha import sha256
@@ -350,13 +350,10 @@ def _code_block(doc: Any) -> str:
         if files:
             rows.append(("untracked", esc(", ".join(files[:20]) + (" ..." if len(files) > 20 else ""))))
         patch = repo.get("patch")
-        text = patch.get("text") if isinstance(patch, dict) else patch if isinstance(patch, str) else None
-        if isinstance(text, str) and text:
-            lines = text.split("\n")
-            plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
-            minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+        text = patch_text(patch)
+        if text is not None:
             rows.append(("patch", "<details><summary>%s</summary>%s</details>" % (
-                esc("%d lines: +%d -%d" % (len(lines), plus, minus)), patch_block(text))))
+                esc("%d lines: +%d -%d" % patch_counts(text)), patch_block(text))))
         elif isinstance(patch, dict):
             where = patch.get("sidecar") or patch.get("not_stored") or patch.get("error") or "not inline"
             rows.append(("patch", esc("%s (sha256 %s)" % (where, short(patch.get("sha256"))))))
