@@ -2,9 +2,10 @@
 an interpreter here: pure, a manifest in, text or a :class:`~relaxrepro.analyze.check.Report` out.
 
 Every distribution of ``environment.packages`` becomes an exact pin (``name==version``); one installed from
-git (``environment.vcs_installs``) becomes ``name @ git+URL@commit``; one that no index can give back
-(installed editable, ``environment.editable``; a git install whose URL was redacted or whose commit was not
-recorded; a name or version an installer would misread) becomes a comment saying why. Nothing recorded as
+git (``environment.vcs_installs``) becomes ``name @ git+URL@commit``, one from an archive URL
+(``environment.direct_installs``) ``name @ URL``; one that no index can give back (installed editable,
+``environment.editable``; from a local wheel or directory; from a URL that was redacted; a git install without
+a recorded commit; a name or version an installer would misread) becomes a comment saying why. Nothing recorded as
 redacted is ever filled back in.
 """
 
@@ -67,6 +68,8 @@ class Plan(Record):
     image_note: str = ""
     cuda: Optional[str] = None
     driver: Optional[str] = None
+    local: List[str] = Factory(list)
+    """Git installs pinned at a ``file:`` URL: the pin works only where that repository is."""
     notes: List[str] = Factory(list)
     """What makes the file incomplete (a package list the size cap cut): said in the file and on stderr."""
 
@@ -88,13 +91,16 @@ def plan(doc: Mapping[str, Any]) -> Plan:
         raise NotExportable("the manifest records no package list (environment.packages)%s" % (
             "; only environment.key_packages, too few to rebuild the environment from"
             if isinstance(env.get("key_packages"), dict) and env.get("key_packages") else ""))
-    editable = env.get("editable") if isinstance(env.get("editable"), dict) else {}
-    vcs = env.get("vcs_installs") if isinstance(env.get("vcs_installs"), dict) else {}
+    editable, vcs, direct = (env.get(k) if isinstance(env.get(k), dict) else {}
+                             for k in ("editable", "vcs_installs", "direct_installs"))
     out = Plan(run_id=scalar(doc.get("run_id")) or "unknown")
     for name in sorted(packages, key=str):
         version = packages[name]
         version = scalar(version) if isinstance(version, (str, int, float)) and not isinstance(version, bool) else None
-        out.pins.append(_pin(str(name), version or "", editable.get(name), vcs.get(name)))
+        pin = _pin(str(name), version or "", editable.get(name), vcs.get(name), direct.get(name))
+        out.pins.append(pin)
+        if pin.line and " @ " in pin.line and "+file:" in pin.line:
+            out.local.append(pin.name)
     cut = env.get("packages_truncated")
     if isinstance(cut, dict):
         out.notes.append("the manifest kept %d of %s packages (environment.packages_truncated): the others are "
@@ -111,7 +117,7 @@ def plan(doc: Mapping[str, Any]) -> Plan:
     return out
 
 
-def _pin(name: str, version: str, editable: Any, vcs: Any) -> Pin:
+def _pin(name: str, version: str, editable: Any, vcs: Any, direct: Any) -> Pin:
     pin = Pin(name=name, version=version)
     if not _NAME_RE.match(name):
         pin.why = "not a distribution name an installer reads"
@@ -133,6 +139,16 @@ def _pin(name: str, version: str, editable: Any, vcs: Any) -> Pin:
             pin.why = "installed from %s+%s without a recorded commit" % (kind, url)
         else:
             pin.line = "%s @ %s+%s@%s" % (name, kind, url, commit)
+    elif isinstance(direct, dict):
+        url = scalar(direct.get("url")) or ""
+        if url.startswith("file:") or not url:
+            pin.why = "installed from %s, a file on the recording machine: no index gives it back" % (url or "a file")
+        elif fields.redacted_parts(url) or "***" in url:
+            pin.why = "installed from %s, a URL that was redacted: give it yourself" % url
+        elif not _URL_RE.match(url):
+            pin.why = "installed from %s, not a URL an installer reads" % url
+        else:
+            pin.line = "%s @ %s" % (name, url)
     else:
         pin.line = "%s==%s" % (name, version)
     return pin
@@ -178,6 +194,9 @@ def _head(p: Plan, form: str) -> List[str]:
         lines.append("# CUDA %s%s recorded: the host needs a driver that supports it" % (
             p.cuda, " with driver %s" % p.driver if p.driver else ""))
     lines.extend("# incomplete: %s" % n for n in p.notes)
+    if p.local:
+        lines.append("# installed from a git repository on the recording machine's disk (file:), found only where "
+                     "it is: %s" % ", ".join(p.local))
     return lines
 
 
@@ -259,6 +278,8 @@ def judge(rec: Mapping[str, Any], here: Mapping[str, Any]) -> Report:
     report.items.append(_python_item(p.python, scalar(fields.python_version(here))))
     got = section(here, "environment")
     have = got.get("packages") if isinstance(got.get("packages"), dict) else None
+    if have is None and get(here, "collection.probes.packages.status", None) == "absent":
+        have = {}  # an interpreter with no distributions at all: every recorded one is missing
     if have is None:
         report.items.append(Item("packages", "%d recorded" % len(p.pins), "-", FAIL,
                                  "no package list could be read from the interpreter here"))

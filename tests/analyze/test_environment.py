@@ -75,6 +75,31 @@ def test_an_editable_install_is_a_comment_that_says_where_it_came_from():
                                "its source tree (relaxrepro restore rebuilds recorded repos)"]
 
 
+@pytest.mark.parametrize("url,line,why", [
+    ("file:///tmp/wheels/mylib-0.3.1-py3-none-any.whl", None, "installed from file:///tmp/wheels/mylib-0.3.1-py3-"
+     "none-any.whl, a file on the recording machine: no index gives it back"),
+    ("file://<HOME>/src/mylib", None, "installed from file://<HOME>/src/mylib, a file on the recording machine: no "
+     "index gives it back"),
+    ("https://files.example.com/mylib-0.3.1.tar.gz", "mylib @ https://files.example.com/mylib-0.3.1.tar.gz", ""),
+    ("https://<internal-host>/mylib-0.3.1.tar.gz", None, "installed from https://<internal-host>/mylib-0.3.1.tar.gz, "
+     "a URL that was redacted: give it yourself"),
+], ids=["local-wheel", "local-dir-redacted", "archive-url", "archive-url-redacted"])
+def test_a_direct_install_is_pinned_by_its_url_or_said_to_be_local(url, line, why):
+    doc = _doc(packages={"mylib": "0.3.1"}, direct_installs={"mylib": {"url": url, "editable": False}})
+    text, p = E.export(doc, "requirements")
+    assert requirement_pins(text) == ([line] if line else [])
+    assert _comments(text) == (["# not pinned: mylib 0.3.1: " + why] if why else [])
+
+
+def test_a_git_install_from_a_local_repository_is_pinned_and_said_to_be_local():
+    doc = _doc(packages={"mylib": "0.3.1"},
+               vcs_installs={"mylib": {"url": "file:///srv/git/mylib", "vcs": "git", "commit": SHA_A}})
+    text, _ = E.export(doc, "requirements")
+    assert requirement_pins(text) == ["mylib @ git+file:///srv/git/mylib@" + SHA_A]
+    assert ("# installed from a git repository on the recording machine's disk (file:), found only where it is: "
+            "mylib") in text.splitlines()
+
+
 @pytest.mark.parametrize("name,version,why", [
     ("evil\nos-system==1", "1.0", "not a distribution name an installer reads"),
     ("six", "1.0\n--index-url http://evil", "not a version an installer reads"),
@@ -171,3 +196,15 @@ def test_judge_passes_same_fails_other_and_missing_warns_extra():
     assert not same.failed() and {i.verdict for i in same.items} == {"PASS", "INFO"}
     gone = E.judge(rec, _doc(packages={"six": "1.16.0"}))
     assert {i.item: i.here for i in gone.items}["package attrs"] == "not installed"
+
+
+def test_judge_of_an_interpreter_without_packages_names_each_missing_one():
+    rec = _doc(packages={"six": "1.16.0", "attrs": "23.2.0"})
+    empty = base_manifest(environment={"python": {"version": "3.11.7"}},
+                          collection={"probes": {"packages": {"status": "absent"}}})
+    rows = {i.item: (i.here, i.verdict) for i in E.judge(rec, empty).items}
+    assert rows["package six"] == rows["package attrs"] == ("not installed", "FAIL")
+    failed = base_manifest(environment={"python": {"version": "3.11.7"}},
+                           collection={"probes": {"packages": {"status": "timeout"}}})
+    rows = {i.item: (i.here, i.verdict, i.note) for i in E.judge(rec, failed).items}
+    assert rows["packages"] == ("-", "FAIL", "no package list could be read from the interpreter here")

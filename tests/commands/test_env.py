@@ -23,6 +23,11 @@ WHEELHOUSE = ROOT / ".wheelhouse"
 WHEELS = ROOT / "tests" / "env-export-wheels.txt"
 
 
+needs_wheelhouse = pytest.mark.skipif(not (WHEELHOUSE / "six-1.16.0-py2.py3-none-any.whl").is_file(),
+                                      reason="no .wheelhouse: tests/run.sh downloads tests/env-export-wheels.txt "
+                                      "into it")
+
+
 def _pip(python: Path, *args: str) -> None:
     """pip (this interpreter's) installing into ``python``'s environment, from the wheelhouse only."""
     res = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check",
@@ -47,8 +52,7 @@ def _git_package(tmp_path: Path) -> str:
     return "git+file://%s@%s" % (repo, commit)
 
 
-@pytest.mark.skipif(not (WHEELHOUSE / "six-1.16.0-py2.py3-none-any.whl").is_file(),
-                    reason="no .wheelhouse: tests/run.sh downloads tests/env-export-wheels.txt into it")
+@needs_wheelhouse
 def test_requirements_of_a_recorded_venv_install_into_a_fresh_one_that_checks_pass(tmp_path):
     old = _venv(tmp_path / "old")
     url = _git_package(tmp_path)
@@ -91,6 +95,24 @@ def test_requirements_of_a_recorded_venv_install_into_a_fresh_one_that_checks_pa
     assert res.returncode == 1
     verdicts = {i["item"]: (i["here"], i["verdict"]) for i in json.loads(res.stdout)["items"]}
     assert verdicts["package gitpkg"] == ("not installed", "FAIL")
+
+
+@needs_wheelhouse
+def test_a_local_wheel_is_a_comment_and_an_empty_interpreter_misses_every_package(tmp_path):
+    old = _venv(tmp_path / "old")
+    wheel = WHEELHOUSE / "tabulate-0.9.0-py3-none-any.whl"
+    _pip(old, str(wheel), "six==1.16.0")
+    m = tmp_path / "m.json"
+    assert run_cli("generate", "-q", "--python", str(old), "--output", str(m), cwd=tmp_path).returncode == 0
+    res = run_cli("env", str(m))
+    assert res.returncode == 0 and requirement_pins(res.stdout) == ["six==1.16.0"]
+    assert ("# not pinned: tabulate 0.9.0: installed from %s, a file on the recording machine: no index gives it "
+            "back" % wheel.as_uri()) in res.stdout.splitlines()
+    res = run_cli("env", str(m), "--check", "--python", str(_venv(tmp_path / "empty")))
+    assert res.returncode == 1
+    rows = {line.split()[1]: line.split()[2:] for line in res.stdout.splitlines() if line.startswith("package ")}
+    assert rows["six"] == ["1.16.0", "not", "installed", "FAIL"] and rows["tabulate"][:4] == [
+        "0.9.0", "not", "installed", "FAIL"]
 
 
 def _manifest(tmp_path: Path, **environment) -> Path:
