@@ -389,8 +389,8 @@ def _add_env(sub: "argparse._SubParsersAction") -> None:
                          "exact pins, git installs at their commit, the Python version, and (conda, dockerfile) "
                          "the recorded image or CUDA; what cannot be pinned (editable, redacted) is a comment saying "
                          "why. Installs nothing. -o replaces only a file env wrote. --check: PASS / WARN / FAIL per "
-                         "package against an interpreter here. Exit 0 written or compatible, 1 any FAIL, "
-                         "2 unreadable manifest, no package list or refused.")
+                         "package against an interpreter here. Exit 0 written or compatible, 1 any FAIL or could not "
+                         "write, 2 unreadable manifest, no package list or refused.")
     env.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
     env.add_argument("--format", metavar="FORMAT", help="requirements (default), conda or dockerfile")
     env.add_argument("--output", "-o", metavar="FILE", help="write this file (default: stdout)")
