@@ -101,6 +101,9 @@ def plan(doc: Mapping[str, Any]) -> Plan:
         out.pins.append(pin)
         if pin.line and " @ " in pin.line and "+file:" in pin.line:
             out.local.append(pin.name)
+    if fields.is_relax(doc):
+        out.notes.append("a manifest written by Relax records only its own packages (%s), not the whole "
+                         "environment" % ", ".join(fields.RELAX_PACKAGES))
     cut = env.get("packages_truncated")
     if isinstance(cut, dict):
         out.notes.append("the manifest kept %d of %s packages (environment.packages_truncated): the others are "
@@ -305,7 +308,7 @@ def judge(rec: Mapping[str, Any], here: Mapping[str, Any]) -> Report:
                                      "another commit of the git install"))
         else:
             report.items.append(Item(label, pin.version, b, PASS, pin.why))
-    for key in sorted(set(have) - recorded):
+    for key in sorted(set(have) - recorded) if not fields.is_relax(rec) else ():  # Relax: the others unrecorded
         report.items.append(Item("package " + safe_text(key, 60), "not installed", have[key], WARN,
                                  "installed here, not in the run"))
     return report

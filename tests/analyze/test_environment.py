@@ -208,3 +208,15 @@ def test_judge_of_an_interpreter_without_packages_names_each_missing_one():
                            collection={"probes": {"packages": {"status": "timeout"}}})
     rows = {i.item: (i.here, i.verdict, i.note) for i in E.judge(rec, failed).items}
     assert rows["packages"] == ("-", "FAIL", "no package list could be read from the interpreter here")
+
+
+def test_a_relax_manifest_says_its_list_is_only_relaxs_own_packages():
+    doc = _doc(packages={"torch": "2.3.0", "ray": "2.9.3"})
+    doc["created_at"] = "2026-01-01T00:00:00Z"  # a field only Relax writes
+    text, p = E.export(doc, "requirements")
+    assert requirement_pins(text) == ["ray==2.9.3", "torch==2.3.0"]
+    assert ("# incomplete: a manifest written by Relax records only its own packages (relax, torch, ray, sglang, "
+            "transformers, megatron-core, numpy), not the whole environment") in text.splitlines()
+    here = _doc(packages={"torch": "2.3.0", "ray": "2.9.3", "six": "1.16.0"})
+    report = E.judge(doc, here)
+    assert "package six" not in {i.item for i in report.items} and not report.failed()
