@@ -194,8 +194,10 @@ def _head(p: Plan, form: str) -> List[str]:
     else:
         lines.append("# python: version not recorded")
     if p.cuda:
-        lines.append("# CUDA %s%s recorded: the host needs a driver that supports it" % (
-            p.cuda, " with driver %s" % p.driver if p.driver else ""))
+        wheels = any(pin.line and pin.name.startswith("nvidia-") for pin in p.pins)
+        lines.append("# CUDA %s%s recorded: the host needs a driver that supports it%s" % (
+            p.cuda, " with driver %s" % p.driver if p.driver else "",
+            "; the CUDA libraries are the nvidia-* wheels below" if wheels else ""))
     lines.extend("# incomplete: %s" % n for n in p.notes)
     if p.local:
         lines.append("# installed from a git repository on the recording machine's disk (file:), found only where "

@@ -220,3 +220,11 @@ def test_a_relax_manifest_says_its_list_is_only_relaxs_own_packages():
     here = _doc(packages={"torch": "2.3.0", "ray": "2.9.3", "six": "1.16.0"})
     report = E.judge(doc, here)
     assert "package six" not in {i.item for i in report.items} and not report.failed()
+
+
+def test_cuda_from_wheels_is_said_to_come_with_them():
+    doc = _doc(packages={"torch": "2.3.0", "nvidia-cudnn-cu12": "8.9.2.26"})
+    for form in E.FORMATS:
+        text, _ = E.export(doc, form)
+        assert ("# CUDA 12.4 with driver 550.54.15 recorded: the host needs a driver that supports it; the CUDA "
+                "libraries are the nvidia-* wheels below") in text.splitlines(), form
