@@ -365,6 +365,8 @@ def _add_check(sub: "argparse._SubParsersAction") -> None:
     chk.add_argument("--strict", action="store_true", help="WARN fails too (exit 1)")
     chk.add_argument("--repo", action="append", default=[], metavar="NAME=PATH",
                      help="where recorded repo NAME is on this machine (repeatable)")
+    chk.add_argument("--python", metavar="PATH", help="judge this interpreter's Python and packages (default: the "
+                     "recorded one when it is here, else the one the recorded command would run)")
     _add_runs(chk)
 
 
@@ -378,6 +380,26 @@ def _add_show(sub: "argparse._SubParsersAction") -> None:
                      "code.NAME, results.metrics, ...)")
     shw.add_argument("--json", action="store_true", help="the recorded JSON (of --section when given)")
     _add_runs(shw)
+
+
+def _add_env(sub: "argparse._SubParsersAction") -> None:
+    env = sub.add_parser("env", help="the recorded packages as requirements.txt, environment.yml or a Dockerfile; "
+                         "--check: against an interpreter here",
+                         description="Write RUN's training interpreter's packages as a file an installer reads: "
+                         "exact pins, git installs at their commit, the Python version, and (conda, dockerfile) "
+                         "the recorded image or CUDA; what cannot be pinned (editable, redacted) is a comment saying "
+                         "why. Installs nothing. -o replaces only a file env wrote. --check: PASS / WARN / FAIL per "
+                         "package against an interpreter here. Exit 0 written or compatible, 1 any FAIL or could not "
+                         "write, 2 unreadable manifest, no package list or refused.")
+    env.add_argument("manifest", metavar="RUN", help=_RUN_HELP)
+    env.add_argument("--format", metavar="FORMAT", help="requirements (default), conda or dockerfile")
+    env.add_argument("--output", "-o", metavar="FILE", help="write this file (default: stdout)")
+    env.add_argument("--check", action="store_true", help="compare the recorded packages with an interpreter here "
+                     "instead of writing them")
+    env.add_argument("--python", metavar="PATH", help="with --check: this interpreter (default: the one check "
+                     "would judge)")
+    env.add_argument("--json", action="store_true", help="with --check: machine-readable report")
+    _add_runs(env)
 
 
 def _add_diff(sub: "argparse._SubParsersAction") -> None:
@@ -528,8 +550,8 @@ _SUBCOMMANDS = (
     ("generate", _add_generate), ("run", _add_run), ("ls", _add_ls), ("lineage", _add_lineage),
     ("compare", _add_compare), ("index", _add_index), ("report", _add_report), ("attach", _add_attach),
     ("fingerprint", _add_fingerprint), ("merge", _add_merge), ("show", _add_show), ("check", _add_check),
-    ("diff", _add_diff), ("verify", _add_verify), ("rerun", _add_rerun), ("restore", _add_restore),
-    ("completion", _add_completion),
+    ("env", _add_env), ("diff", _add_diff), ("verify", _add_verify), ("rerun", _add_rerun),
+    ("restore", _add_restore), ("completion", _add_completion),
 )
 
 

@@ -27,6 +27,18 @@ if [ ! -x .venv-cuda/bin/python ] || [ "$(cat "$cstamp" 2>/dev/null)" != "$cwant
   .venv/bin/python -m pip --python .venv-cuda/bin/python install -q --no-deps -r tests/cuda-venv.txt
   echo "$cwant" > "$cstamp"
 fi
+# .wheelhouse: the small pure-Python wheels tests/commands/test_env.py installs with --no-index (it skips,
+# saying so, without them): downloaded once, again only when tests/env-export-wheels.txt changes.
+wstamp=.wheelhouse/.relaxrepro-stamp
+wwant="$(sha256sum < tests/env-export-wheels.txt | cut -c1-16)"
+if [ "$(cat "$wstamp" 2>/dev/null)" != "$wwant" ]; then
+  echo "tests/run.sh: downloading .wheelhouse" >&2
+  if .venv/bin/python -m pip download -q --no-deps --only-binary=:all: -d .wheelhouse -r tests/env-export-wheels.txt; then
+    echo "$wwant" > "$wstamp"
+  else
+    echo "tests/run.sh: .wheelhouse not downloaded; the env export round trip skips" >&2
+  fi
+fi
 # Headless Chromium for the report's browser tests (they skip, saying how to get it, where it cannot be had).
 if ! command -v chromium >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "tests/run.sh: installing chromium" >&2

@@ -98,16 +98,59 @@ def closest_interpreter(recorded: str, version: Optional[str], env: Mapping[str,
     return None
 
 
-def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[str, str]
-                 ) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
-    """Run the registered probes once, aimed at the recorded repos, command and interpreter.
+def is_interpreter(path: str) -> bool:
+    """Whether ``path`` can be run as the interpreter to judge (``--python``): an executable file."""
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def _interpreter(rec: Mapping[str, Any], env: Mapping[str, str], python: Optional[str],
+                 options: Dict[str, Any]) -> Dict[str, Any]:
+    """Aim ``options`` at the interpreter to judge: ``python`` when given, else the recorded one when it is
+    here (else the collection finds one from the recorded command, as generate would); the hints for check."""
+    if python:
+        options["python"] = python
+        return {}
+    hints: Dict[str, Any] = {}
+    exe = fields.resolve_home(get(rec, "environment.python.executable", None), env.get("HOME"))
+    if exe:
+        exists = is_interpreter(exe)
+        hints["interpreter"] = {"exists": exists}
+        if exists:
+            options["python"] = exe  # judge the training interpreter, not the one running check
+        else:
+            hints["interpreter"]["closest"] = closest_interpreter(exe, scalar(fields.python_version(rec)), env)
+    return hints
+
+
+def _recorded_argv(rec: Mapping[str, Any], home: Optional[str]) -> List[str]:
+    argv = get(rec, "command.argv", None)
+    return [fields.expand_home(a, home) for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+
+
+def collect_environment(rec: Mapping[str, Any], *, env: Mapping[str, str], python: Optional[str] = None
+                        ) -> Dict[str, Any]:
+    """Only the python and packages probes, aimed at the interpreter :func:`collect_here` would judge (or
+    ``python``): the document ``env --check`` compares with the recorded packages."""
+    home = env.get("HOME")
+    argv = _recorded_argv(rec, home)
+    options: Dict[str, Any] = {}
+    _interpreter(rec, env, python, options)
+    cwd = _choose_cwd(fields.resolve_home(get(rec, "command.cwd", None), home), {})
+    ctx = Context(env=env, cwd=cwd, argv=argv, argv_source="cli" if argv else "none", options=options)
+    probes = [p for p in registry.PROBES if p.name in ("python", "packages")]
+    return dict(build(ctx, probes=probes, derivers=()))
+
+
+def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mapping[str, str],
+                 python: Optional[str] = None) -> Tuple[Dict[str, Any], Dict[str, Any], List[str]]:
+    """Run the registered probes once, aimed at the recorded repos, command and interpreter (``python``:
+    this interpreter instead).
 
     Returns (this machine's document with repos keyed by the recorded names, hints, notes).
     """
     home = env.get("HOME")
     paths, notes = repo_paths(rec, repos, env)
-    argv = get(rec, "command.argv", None)
-    argv = [fields.expand_home(a, home) for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+    argv = _recorded_argv(rec, home)
     cwd = _choose_cwd(fields.resolve_home(get(rec, "command.cwd", None), home), paths)
     options: Dict[str, Any] = {"repos": dict(paths)}
     inputs = get(rec, "data.inputs", None)
@@ -115,15 +158,7 @@ def collect_here(rec: Mapping[str, Any], *, repos: Mapping[str, str], env: Mappi
         if isinstance(inputs, list) else []
     if any(data):
         options["data"] = [d for d in data if d]  # fingerprint the same inputs here (as generate --data does)
-    hints: Dict[str, Any] = {}
-    exe = fields.resolve_home(get(rec, "environment.python.executable", None), home)
-    if exe:
-        exists = os.path.isfile(exe) and os.access(exe, os.X_OK)
-        hints["interpreter"] = {"exists": exists}
-        if exists:
-            options["python"] = exe  # judge the training interpreter, not the one running check
-        else:
-            hints["interpreter"]["closest"] = closest_interpreter(exe, scalar(fields.python_version(rec)), env)
+    hints = _interpreter(rec, env, python, options)
     ctx = Context(env=env, cwd=cwd, argv=argv, argv_source="cli" if argv else "none", options=options)
     here = dict(build(ctx))
     found = section(here, "code")

@@ -12,9 +12,9 @@ import os
 import sys
 
 from ..analyze.check import FAIL, INFO, NOT_RECORDED, PASS, WARN, Report, judge
-from ..collect.here import collect_here
+from ..collect.here import collect_here, is_interpreter
 from ..std.text import safe_text, use_color
-from ._common import Exit, pairs
+from ._common import Exit, pairs, say
 from ._runs import read_or_report, resolve_args
 
 TYPE_CHECKING = False
@@ -65,15 +65,15 @@ def render_json(report: Report, path: str, *, strict: bool = False) -> str:
 
 
 def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, strict: bool = False,
-            env: Optional[Mapping[str, str]] = None) -> int:
+            env: Optional[Mapping[str, str]] = None, python: Optional[str] = None) -> int:
     """The subcommand: 0 compatible, 1 any FAIL (``strict``: any WARN) or nothing to compare, 2 unreadable
-    manifest."""
+    manifest. ``python``: judge this interpreter's packages instead of the recorded one's."""
     env = dict(os.environ if env is None else env)
     read = read_or_report("check", path)
     if read is None:
         return Exit.USAGE
     rec, warnings = read
-    report = judge(rec, *collect_here(rec, repos=repos, env=env))
+    report = judge(rec, *collect_here(rec, repos=repos, env=env, python=python))
     report.warnings = warnings + report.warnings
     for w in report.warnings:
         sys.stderr.write("relaxrepro check: note: %s\n" % safe_text(w))
@@ -87,4 +87,8 @@ def run_cli(path: str, *, repos: Mapping[str, str], as_json: bool = False, stric
 def run(args: argparse.Namespace) -> int:
     if not resolve_args("check", args, "manifest"):
         return Exit.USAGE
-    return run_cli(args.manifest, repos=pairs(args.repo, "--repo"), as_json=args.json, strict=args.strict)
+    if args.python and not is_interpreter(args.python):
+        say("relaxrepro check: error: --python %s: not an executable file", args.python)
+        return Exit.USAGE
+    return run_cli(args.manifest, repos=pairs(args.repo, "--repo"), as_json=args.json, strict=args.strict,
+                   python=args.python)

@@ -60,6 +60,9 @@ COMMANDS = {
     "report": lambda p, tmp: ["report", p, "-o", str(tmp / "out")],
     "report-against": lambda p, tmp: ["report", str(tmp / "good.json"), "--against", p, "-o", str(tmp / "out")],
     "attach": lambda p, tmp: ["attach", p, "--tensorboard", str(tmp)],
+    "env": lambda p, tmp: ["env", p, "-o", str(tmp / "out")],
+    "env-conda": lambda p, tmp: ["env", p, "--format", "conda"],
+    "env-check": lambda p, tmp: ["env", p, "--check"],
 }
 
 

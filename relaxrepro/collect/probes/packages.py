@@ -215,6 +215,7 @@ def collect(ctx: Context) -> Outcome:
     }
     editable: Dict[str, Any] = {}
     vcs: Dict[str, Any] = {}
+    other: Dict[str, Any] = {}
     for name in sorted(dists):
         direct = dists[name].direct_url
         if direct is None:
@@ -223,9 +224,13 @@ def collect(ctx: Context) -> Outcome:
             editable[name] = direct
         if "vcs" in direct or "commit" in direct:
             vcs[name] = direct
+        elif not direct.get("editable"):
+            other[name] = direct  # a local wheel, directory or archive URL: no index gives it back
     if editable:
         env["editable"] = editable
     if vcs:
         env["vcs_installs"] = vcs
+    if other:
+        env["direct_installs"] = other
     out.data = {"environment": env}
     return out

@@ -117,6 +117,8 @@ def test_editable_and_vcs_installs(tmp_path):
     assert env["vcs_installs"] == {"megatron-core": {
         "url": "https://gitlab.example.com/nv/megatron.git", "editable": False, "vcs": "git",
         "commit": "a" * 40, "requested_revision": "main"}}
+    # a local wheel: no index gives it back, so it is recorded apart (env writes it as a comment, not a pin)
+    assert env["direct_installs"] == {"wheelfile": {"url": "file:///tmp/w.whl", "editable": False}}
     assert any("direct_url.json is not valid" in w for w in out.warnings)
     assert "brokenurl" in env["packages"]
 
