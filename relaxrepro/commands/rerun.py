@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ARGV_KEY = re.compile(r"^argv\[(\d+)\]$")
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?$")
+_JOB_ENV_PREFIXES = ("SLURM_", "SLURMD_")
 
 
 class Refusal(Exception):
@@ -154,6 +155,10 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
         value = recorded_env[name]
         if not _ENV_NAME.match(name):
             p.skipped_env[name] = "not a shell variable name"
+        elif name.startswith(_JOB_ENV_PREFIXES):
+            # the old job's id, nodes and steps: exported into a replay (in a new job, or none) they would
+            # point srun at a finished job and record the old job as the replay's
+            p.skipped_env[name] = "set by SLURM for each job"
         elif redacted(value):
             p.skipped_env[name] = "redacted"
             p.redacted.append("env %s: %s" % (name, value))
