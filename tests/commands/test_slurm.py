@@ -246,3 +246,23 @@ def test_a_replay_that_would_write_over_the_originals_outputs_is_refused_before_
                           "command does not name it, so the replay would write over it; move it aside first (or "
                           "--in-place)\n" % (tmp_path / "model.txt"))
     assert not (tmp_path / "submitted").exists()
+
+
+def test_a_stopped_cluster_leaves_no_process_behind_even_with_a_job_running(slurm_cluster):
+    # a cluster of its own (the session's serves the other tests), stopped while a job sleeps in it
+    from tests.helpers import slurm
+    from tests.helpers.common import marked_processes
+
+    cluster = slurm.start()
+    try:
+        res = cluster.run("sbatch", "--parsable", "--wrap", "sleep 300", cwd="/tmp")
+        assert res.returncode == 0, res.stderr
+        deadline = time.monotonic() + 30
+        while "RUNNING" not in cluster.run("scontrol", "show", "job", res.stdout.strip()).stdout:
+            assert time.monotonic() < deadline, cluster.logs()
+            time.sleep(0.1)
+        assert len(marked_processes(cluster.marker)) >= 4  # munged, slurmctld, slurmd, slurmstepd, sleep
+    finally:
+        cluster.stop()
+    assert marked_processes(cluster.marker) == []
+    assert not cluster.dir.exists()

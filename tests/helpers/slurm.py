@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from tests.helpers.common import MARKER_VAR, survivors
+from tests.helpers.common import MARKER_VAR, marked_processes, survivors
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "sinfo", "squeue", "scancel", "sacct")
@@ -89,6 +89,7 @@ def slurm_conf(d: Path, ctld_port: int, slurmd_port: int, socket_path: Path) -> 
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",
         "SchedulerType=sched/builtin",
+        "SchedulerParameters=sched_min_interval=100000,batch_sched_delay=0",  # a job starts in 1 s, not 3 s
         "MpiDefault=none",
         "ReturnToService=2",
         "SlurmctldTimeout=30",
@@ -152,15 +153,25 @@ class Cluster:
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 2  # an idle slurmd stops in ms; one with a job step left waits 10 s
         for p in reversed(self.procs):
             try:
-                p.wait(timeout=10)
+                p.wait(timeout=max(0.01, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=10)
         self.procs = []
-        survivors(self.marker)  # slurmstepd and job processes carry the marker too
+        self._kill_marked()
+        survivors(self.marker)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _kill_marked(self) -> None:
+        """SIGKILL every process of this cluster (slurmstepd and the jobs' processes carry the marker too)."""
+        for pid in marked_processes(self.marker):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _daemon(cluster: Cluster, argv: List[str], name: str) -> None:
