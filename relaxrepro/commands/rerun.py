@@ -437,10 +437,12 @@ def run_cli(path: str, *, values: Mapping[str, str], env: Optional[Mapping[str, 
 
 
 def _relaxrepro() -> List[str]:
-    """The argv that runs this relaxrepro: ``python PYZ`` from a zipapp, else ``python -m relaxrepro`` (the job
-    inherits the submitting shell's environment, and with it whatever made the package importable here)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return [sys.executable, root] if os.path.isfile(root) else [sys.executable, "-m", "relaxrepro"]
+    """The argv that runs this relaxrepro: ``python PYZ`` from a zipapp (its ``__main__`` is inside the file; the
+    package itself may be imported from an unpacked copy), else ``python -m relaxrepro`` (the job inherits the
+    submitting shell's environment, and with it whatever made the package importable here)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    pyz = os.path.dirname(os.path.abspath(main)) if main else ""
+    return [sys.executable, pyz] if pyz and os.path.isfile(pyz) else [sys.executable, "-m", "relaxrepro"]
 
 
 def run_sbatch(path: str, *, nodes: Optional[int], submit: bool, replay_options: List[str], as_json: bool = False,
