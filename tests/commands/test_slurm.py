@@ -285,3 +285,15 @@ def test_the_script_of_the_pyz_runs_the_pyz(tmp_path):
     assert res.returncode == 0, res.stderr
     me = "%s %s" % (sys.executable, pyz)
     assert "\n  %s generate --node-report " % me in res.stdout and "\n%s rerun " % me in res.stdout
+
+
+def test_the_cluster_says_why_it_cannot_start(monkeypatch):
+    from tests.helpers import slurm
+
+    monkeypatch.setattr(slurm.os, "geteuid", lambda: 1000)
+    assert slurm.why_not() == ("a real SLURM needs root (slurmd starts jobs as their user); run tests/run.sh as "
+                               "root")
+    monkeypatch.setattr(slurm.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(slurm, "_which", lambda name: None if name in ("munged", "sbatch") else "/usr/bin/" + name)
+    assert slurm.why_not() == ("SLURM not installed (munged, sbatch missing): tests/run.sh installs slurm-wlm and "
+                               "munge with apt as root")
