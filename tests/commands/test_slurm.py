@@ -202,12 +202,15 @@ json.dump({"loss": sum(w) / len(w)}, open(os.path.join(out, "metrics.json"), "w"
 """
 
 
-def test_rerun_sbatch_submit_replays_a_real_slurm_run_as_a_new_job_and_verifies(slurm_cluster, tmp_path):
+# the recorded command as the job script ran it: plainly, or as a job step of its own (srun in the replay must
+# reach the new job: the old job's SLURM_JOB_ID, recorded in config.selected_env, is not replayed)
+@pytest.mark.parametrize("launch", ["", "srun --ntasks=1 "], ids=["plain", "srun-step"])
+def test_rerun_sbatch_submit_replays_a_real_slurm_run_as_a_new_job_and_verifies(slurm_cluster, tmp_path, launch):
     project = make_repo(tmp_path / "proj", {"train.py": TRAIN})
     rr = "%s -m relaxrepro" % sys.executable
     job = _submit(slurm_cluster, "#!/bin/sh\n#SBATCH --nodes=1 --ntasks-per-node=1\ncd %s\nexec %s run "
-                  "--output-dir runs/a --outputs runs/a/model.txt --metrics runs/a/metrics.json -- %s train.py 7 "
-                  "runs/a\n" % (project, rr, sys.executable), tmp_path)
+                  "--output-dir runs/a --outputs runs/a/model.txt --metrics runs/a/metrics.json -- %s%s train.py 7 "
+                  "runs/a\n" % (project, rr, launch, sys.executable), tmp_path)
     _done(slurm_cluster, job, tmp_path / ("slurm-%s.out" % job))
     (original,) = (project / "runs" / "a").glob("manifest_*.json")
     old = json.loads(original.read_text())
