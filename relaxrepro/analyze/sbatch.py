@@ -1,7 +1,8 @@
 """A SLURM batch script that replays a recorded run (``rerun --sbatch``): pure, the manifest in, the text out.
 
 The ``#SBATCH`` lines come from what the scheduler probe recorded (``scheduler.node_count``,
-``ntasks_per_node`` or ``ntasks``, ``gpus_per_node``, ``cpus_per_task``, ``partition``, ``account``, ``qos``);
+``ntasks_per_node`` or ``ntasks``, ``gpus_per_node`` or ``gpus_on_node``, ``cpus_per_task``, ``partition``,
+``account``, ``qos``);
 what it did not record (the time limit, which no SLURM environment variable holds) is written as a
 commented ``##SBATCH`` line marked ``fill in``, never guessed. The job then writes every node's report
 (``generate --node-report`` under ``srun``, one task per node), replays the run with ``rerun --confirm`` on
@@ -78,8 +79,11 @@ def resources(rec: Mapping[str, Any], nodes: Optional[int] = None) -> List[str]:
         lines.append(_line("ntasks", ntasks, ""))
     else:
         lines.append(_line("ntasks-per-node", None, "not recorded"))
-    lines.append(_line("gpus-per-node", _int(slurm.get("gpus_per_node")),
-                       "not recorded (asked for with --gres, or none)"))
+    gpus = _int(slurm.get("gpus_per_node"))
+    if not gpus and _int(slurm.get("gpus_on_node")):
+        gpus = slurm["gpus_on_node"]
+        lines.append("# the GPUs the job had on its node (SLURM_GPUS_ON_NODE; it asked with --gres or --gpus)")
+    lines.append(_line("gpus-per-node", gpus, "no GPUs in the job's SLURM variables"))
     if _int(slurm.get("cpus_per_task")):
         lines.append(_line("cpus-per-task", slurm["cpus_per_task"], ""))
     lines.append(_line("partition", scalar(slurm.get("partition")), "not recorded (the cluster's default)"))

@@ -74,7 +74,7 @@ def test_values_the_record_lacks_are_marked_lines_never_guesses(tmp_path):
     assert _sbatch_lines(res.stdout)[1:6] == [
         "##SBATCH --nodes=   # not recorded: fill in",
         "##SBATCH --ntasks-per-node=   # not recorded: fill in",
-        "##SBATCH --gpus-per-node=   # not recorded (asked for with --gres, or none): fill in",
+        "##SBATCH --gpus-per-node=   # no GPUs in the job's SLURM variables: fill in",
         "##SBATCH --partition=   # not recorded (the cluster's default): fill in",
         "##SBATCH --time=   # no time limit is recorded (the partition's default applies): fill in",
     ]
@@ -300,3 +300,11 @@ def test_the_cluster_says_why_it_cannot_start(monkeypatch):
     monkeypatch.setattr(slurm, "_which", lambda name: None if name in ("munged", "sbatch") else "/usr/bin/" + name)
     assert slurm.why_not() == ("SLURM not installed (munged, sbatch missing): tests/run.sh installs slurm-wlm and "
                                "munge with apt as root")
+
+
+def test_gpus_asked_for_with_gres_are_asked_for_per_node(tmp_path):
+    # sbatch --gres=gpu:a100:4 sets no SLURM_GPUS_PER_NODE, only SLURM_GPUS_ON_NODE (scheduler.gpus_on_node)
+    m = _manifest(tmp_path, scheduler={"type": "slurm", "job_id": "7", "node_count": 1, "gpus_on_node": 4})
+    text = run_cli("rerun", str(m), "--sbatch").stdout
+    assert "# the GPUs the job had on its node (SLURM_GPUS_ON_NODE; it asked with --gres or --gpus)\n" \
+           "#SBATCH --gpus-per-node=4\n" in text

@@ -35,6 +35,8 @@ _SLURM_INT: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("node_count", ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")),
     ("ntasks", ("SLURM_NTASKS", "SLURM_NPROCS")),
     ("cpus_per_task", ("SLURM_CPUS_PER_TASK",)),
+    # a job that asked with --gres=gpu:N (or --gpus) has no SLURM_GPUS_PER_NODE, only this
+    ("gpus_on_node", ("SLURM_GPUS_ON_NODE",)),
     ("procid", ("SLURM_PROCID",)),
     ("localid", ("SLURM_LOCALID",)),
 )
