@@ -446,6 +446,13 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
     how = rer.add_mutually_exclusive_group(required=True)
     how.add_argument("--dry-run", action="store_true", help="print the replay script, run nothing")
     how.add_argument("--confirm", action="store_true", help="check, then run the recorded command")
+    how.add_argument("--sbatch", action="store_true", help="print a SLURM batch script that replays it as a job "
+                     "(recorded nodes, tasks, GPUs, partition; what was not recorded marked 'fill in'): every "
+                     "node's report, then --confirm, then merge")
+    rer.add_argument("--submit", action="store_true", help="with --sbatch: submit the script with sbatch and print "
+                     "the job id")
+    rer.add_argument("--nodes", type=_count, metavar="N", help="with --sbatch: the job's node count (needed when "
+                     "the run was not recorded under SLURM)")
     rer.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="set_values",
                      help="supply a redacted value: an env var NAME, argv[N], cwd, or a placeholder "
                      "such as <HOME> (repeatable)")

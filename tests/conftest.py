@@ -9,6 +9,7 @@ from typing import Iterator
 
 import pytest
 
+from tests.helpers import slurm
 from tests.helpers.common import make_repo
 
 
@@ -32,3 +33,17 @@ def shared_tmp() -> Iterator[Path]:
             except OSError:
                 pass
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator["slurm.Cluster"]:
+    """A real one-node SLURM (munged, slurmctld, slurmd on loopback) for the whole session; skipped, saying
+    why, where it cannot run (not root, slurm-wlm not installed). Nothing it started outlives the session."""
+    why = slurm.why_not()
+    if why:
+        pytest.skip(why)
+    cluster = slurm.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()

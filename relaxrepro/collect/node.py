@@ -11,7 +11,7 @@ import time
 
 from .._version import __version__
 from ..manifest.model import RUN_ID_ENV, Manifest
-from ..manifest.nodes import FRAGMENT_VERSION, check_fragment, merge_fragments, node_name
+from ..manifest.nodes import FRAGMENT_VERSION, check_fragment, merge_fragments, node_name, slurm_run_id
 from ..manifest.redact import redact_document
 from . import registry, runner
 from .context import DEADLINE, Context, policy_of
@@ -34,7 +34,7 @@ def run_id_from_env(env: Dict[str, str]) -> Optional[str]:
     if env.get(RUN_ID_ENV):
         return env[RUN_ID_ENV]
     if env.get("SLURM_JOB_ID"):
-        return "slurm-" + env["SLURM_JOB_ID"]
+        return slurm_run_id(env["SLURM_JOB_ID"])
     return None
 
 

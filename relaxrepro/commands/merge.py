@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     fragments = []
     for path in nodes.expand_paths(args.fragments):
         try:
-            fragments.append(nodes.load_fragment(path, doc.run_id))
+            fragments.append(nodes.load_fragment(path, nodes.run_ids(doc)))
         except nodes.FragmentError as exc:
             return fail("%s: %s", path, exc)
     if not fragments:

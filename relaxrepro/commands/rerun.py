@@ -19,13 +19,15 @@ import os
 import re
 import sys
 
-from ..analyze import verify
+from ..analyze import sbatch, verify
 from ..analyze.check import FAIL, judge
+from ..collect.context import which_on_path
 from ..collect.here import closest_interpreter, collect_here
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
 from ..record import guard, replay, workspace
 from ..record.restore import RestoreError
+from ..std import proc
 from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
 from ._common import Exit, pairs, print_json, say, verify_exit
@@ -39,6 +41,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ARGV_KEY = re.compile(r"^argv\[(\d+)\]$")
 _PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?$")
+_JOB_ENV_PREFIXES = ("SLURM_", "SLURMD_")
 
 
 class Refusal(Exception):
@@ -154,6 +157,10 @@ def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, st
         value = recorded_env[name]
         if not _ENV_NAME.match(name):
             p.skipped_env[name] = "not a shell variable name"
+        elif name.startswith(_JOB_ENV_PREFIXES):
+            # the old job's id, nodes and steps: exported into a replay (in a new job, or none) they would
+            # point srun at a finished job and record the old job as the replay's
+            p.skipped_env[name] = "set by SLURM for each job"
         elif redacted(value):
             p.skipped_env[name] = "redacted"
             p.redacted.append("env %s: %s" % (name, value))
@@ -429,6 +436,74 @@ def run_cli(path: str, *, values: Mapping[str, str], env: Optional[Mapping[str, 
     return Exit.OK
 
 
+def _relaxrepro() -> List[str]:
+    """The argv that runs this relaxrepro: ``python PYZ`` from a zipapp (its ``__main__`` is inside the file; the
+    package itself may be imported from an unpacked copy), else ``python -m relaxrepro`` (the job inherits the
+    submitting shell's environment, and with it whatever made the package importable here)."""
+    main = getattr(sys.modules.get("__main__"), "__file__", None) or ""
+    pyz = os.path.dirname(os.path.abspath(main)) if main else ""
+    return [sys.executable, pyz] if pyz and os.path.isfile(pyz) else [sys.executable, "-m", "relaxrepro"]
+
+
+def run_sbatch(path: str, *, nodes: Optional[int], submit: bool, replay_options: List[str], as_json: bool = False,
+               env: Optional[Mapping[str, str]] = None) -> int:
+    """``--sbatch``: print the SLURM batch script replaying the run (:mod:`relaxrepro.analyze.sbatch`);
+    ``submit``: hand it to ``sbatch`` and print the job id. 2 when refused, 1 when sbatch rejected it."""
+    env = dict(os.environ if env is None else env)
+    rec = read_with_notes("rerun", path)
+    if rec is None:
+        return Exit.REFUSED
+    quick = int(replay_options[1]) if replay_options[:1] == ["--quick"] else None
+    patterns = replay.recording(rec).get("redact_patterns")
+    patterns = patterns if isinstance(patterns, int) and patterns > 0 else 0
+    # the job reads the run's --redact-pattern values from its environment: only --quick/--full can refuse here
+    why = replay.refusal(rec, path, quick, "", full="--full" in replay_options, in_place=True,
+                         redact_patterns=patterns)
+    p = plan(rec, {}, env)
+    if not why and not p.argv:
+        why = "the manifest records no command (command.argv is empty): nothing to rerun"
+    if not why and get(rec, "scheduler.type", None) != "slurm" and nodes is None:
+        why = "%s was not recorded in a SLURM job (no scheduler.type slurm): give --nodes N" % safe_text(path)
+    if not why:
+        p.for_execution()
+        try:  # what the job's rerun --confirm would refuse for the files alone, said before it queues
+            replay.place(rec, p, path, os.path.dirname(os.path.abspath(path)) + ".replay-job")
+        except ValueError as exc:
+            why = str(exc)
+    fill = sbatch.fill_keys(p.redacted)
+    missing = sbatch.needs(fill, patterns, env) if submit else []
+    sbatch_exe = which_on_path("sbatch", env.get("PATH", "")) if submit else None
+    if not why and missing:
+        why = ("the job reads values the manifest redacted from its environment, and %s %s not set here: export "
+               "%s, or write the script without --submit and fill it in" % (
+                   ", ".join(missing), "is" if len(missing) == 1 else "are", "it" if len(missing) == 1 else "them"))
+    if not why and submit and not sbatch_exe:
+        why = "--submit: sbatch is not on PATH (submit from a SLURM login node, or write the script without --submit)"
+    if why:
+        say("relaxrepro rerun: refused: %s", why)
+        return Exit.REFUSED
+    text = sbatch.script(rec, os.path.abspath(path), relaxrepro=_relaxrepro(), fill=fill, redact_patterns=patterns,
+                         replay=replay_options, nodes=nodes, container_prefix=None)
+    job_id = None
+    if submit:
+        result = proc.run([sbatch_exe or "sbatch", "--parsable"], timeout=60, env=env,
+                          stdin_data=text.encode())
+        job_id = sbatch.parse_job_id(result.stdout or "") if result.rc == 0 else None
+        if job_id is None:
+            say("relaxrepro rerun: sbatch did not take the script: %s", safe_text(
+                (result.error or (result.stderr or "").strip() or (result.stdout or "").strip() or
+                 "exit status %s" % result.rc).splitlines()[-1], 300))
+            return Exit.FAIL
+    if as_json:
+        print_json({"manifest": path, "run_id": rec.get("run_id"), "script": text, "job_id": job_id})
+    elif job_id is not None:
+        sys.stdout.write(job_id + "\n")
+        say("relaxrepro rerun: submitted batch job %s replaying run %s", job_id, rec.get("run_id"))
+    else:
+        sys.stdout.write(text)
+    return Exit.OK
+
+
 class Replay(Record):
     """How ``--confirm`` replays: ``quick`` steps, ``full``, or as recorded (neither); where, and from what."""
 
@@ -563,6 +638,19 @@ def run(args: argparse.Namespace) -> int:
     if not resolve_args("rerun", args, "manifest"):
         return Exit.USAGE
     values = pairs(args.set_values, "--set")
+    if (args.submit or args.nodes is not None) and not args.sbatch:
+        say("relaxrepro rerun: error: --submit and --nodes go with --sbatch")
+        return Exit.USAGE
+    if args.sbatch:
+        if values or args.redact_pattern or args.output_dir is not None or args.in_place or (
+                args.workspace is not None or args.repo):
+            say("relaxrepro rerun: error: --sbatch takes no --set or --redact-pattern (the job reads redacted values "
+                "from its environment), --output-dir, --in-place, --workspace or --repo")
+            return Exit.USAGE
+        options = (["--quick", str(args.quick)] if args.quick else ["--full"] if args.full else []) + (
+            ["--rtol", repr(args.rtol)] if args.rtol else []) + (["--atol", repr(args.atol)] if args.atol else [])
+        return run_sbatch(args.manifest, nodes=args.nodes, submit=args.submit, replay_options=options,
+                          as_json=args.json)
     if args.dry_run:
         if args.quick or args.full:
             say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")

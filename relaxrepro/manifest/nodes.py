@@ -21,7 +21,7 @@ from .reader import ManifestError, ReadError, parse_json, read_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 FRAGMENT_VERSION = "1.0"
 FRAGMENT_MAJOR = 1
@@ -80,8 +80,27 @@ def fragment_filename(fragment: Dict[str, Any]) -> str:
 
 # -- reading fragments ------------------------------------------------------------------------
 
-def check_fragment(doc: Any, run_id: Optional[str] = None) -> Dict[str, Any]:
-    """Check a parsed fragment; raise :class:`FragmentError` saying what is wrong."""
+def slurm_run_id(job_id: str) -> str:
+    """The run id every node of SLURM job ``job_id`` agrees on without talking (``generate --node-report``
+    in the job, with no ``--run-id`` or ``$RELAXREPRO_RUN_ID``)."""
+    return "slurm-" + job_id
+
+
+def run_ids(manifest: Mapping[str, Any]) -> List[str]:
+    """The fragment run ids that belong to ``manifest``: its own, and its SLURM job's (a manifest written by
+    ``generate`` in an sbatch script has a run id of its own, while each node's report, written under srun in
+    the same job, is named for the job)."""
+    ids = [str(manifest.get("run_id"))]
+    scheduler = manifest.get("scheduler")
+    job = scheduler.get("job_id") if isinstance(scheduler, dict) and scheduler.get("type") == "slurm" else None
+    if isinstance(job, str) and job:
+        ids.append(slurm_run_id(job))
+    return ids
+
+
+def check_fragment(doc: Any, run_id: Optional[Union[str, Sequence[str]]] = None) -> Dict[str, Any]:
+    """Check a parsed fragment; raise :class:`FragmentError` saying what is wrong. ``run_id``: the run id (or
+    the run ids, :func:`run_ids`) it must carry."""
     if not isinstance(doc, dict):
         raise FragmentError("not a node fragment: the top level is not an object")
     version = doc.get("fragment_version")
@@ -95,15 +114,17 @@ def check_fragment(doc: Any, run_id: Optional[str] = None) -> Dict[str, Any]:
     node = doc.get("node")
     if not isinstance(node, dict) or not isinstance(node.get("name"), str) or not node["name"]:
         raise FragmentError("not a node fragment: node.name missing")
-    if run_id is not None and doc.get("run_id") != run_id:
-        raise FragmentError("run id %r is not the manifest's (%r)" % (doc.get("run_id"), run_id))
+    accepted = [run_id] if isinstance(run_id, str) else list(run_id or ())
+    if run_id is not None and doc.get("run_id") not in accepted:
+        raise FragmentError("run id %r is not the manifest's (%s)" % (doc.get("run_id"), " or ".join(
+            repr(i) for i in accepted)))
     for section in ("hardware", "environment", "container"):
         if section in doc and not isinstance(doc[section], dict):
             raise FragmentError("Unexpected type in '%s' (expected object)" % section)
     return doc
 
 
-def load_fragment(path: str, run_id: Optional[str] = None) -> Dict[str, Any]:
+def load_fragment(path: str, run_id: Optional[Union[str, Sequence[str]]] = None) -> Dict[str, Any]:
     """Read and check one fragment file; :class:`FragmentError` names what is wrong (not the path)."""
     try:
         raw = read_bytes(path, FRAGMENT_LIMIT_BYTES)

@@ -577,7 +577,7 @@ def _convert(source: str, value: Any) -> Any:
     return _copy(value)
 
 
-_SLURM_COUNTS = ("node_count", "ntasks", "cpus_per_task", "procid", "localid")
+_SLURM_COUNTS = ("node_count", "ntasks", "ntasks_per_node", "cpus_per_task", "gpus_on_node", "procid", "localid")
 
 
 def _copy(value: Any) -> Any:

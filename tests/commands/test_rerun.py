@@ -311,7 +311,7 @@ def test_bad_set_values_are_refused(tmp_path, value, message):
 def test_dry_run_or_confirm_is_required(tmp_path):
     m, _ = _manifest(tmp_path, ["python"])
     res = run_cli("rerun", str(m))
-    assert res.returncode == 2 and "one of the arguments --dry-run --confirm is required" in res.stderr
+    assert res.returncode == 2 and "one of the arguments --dry-run --confirm --sbatch is required" in res.stderr
 
 
 @pytest.mark.parametrize("argv,exe,expected", [

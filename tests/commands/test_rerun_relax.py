@@ -37,14 +37,17 @@ def test_dry_run_of_a_relax_manifest_writes_home_commit_and_env_and_stops_on_red
     assert "relaxrepro_head=$(git -C . rev-parse HEAD 2>/dev/null) || relaxrepro_head=\n" in text
     assert 'if [ "$relaxrepro_head" != %s ]; then\n' % COMMIT in text
     # config.environment exported; its redacted values listed, not exported
-    for line in ("export NCCL_DEBUG=INFO", "export CUDA_VISIBLE_DEVICES=0,1", "export SLURM_JOB_ID=4242001",
-                 "export PYTHONPATH=/srv/rlx/Relax"):
+    for line in ("export NCCL_DEBUG=INFO", "export CUDA_VISIBLE_DEVICES=0,1", "export PYTHONPATH=/srv/rlx/Relax"):
         assert line + "\n" in text
     for name, value in (("HF_TOKEN", "<redacted>"), ("WANDB_API_KEY", "<redacted>"),
-                        ("RAY_ADDRESS", "<internal-host>"), ("SLURM_JOB_NODELIST", "<internal-host>")):
+                        ("RAY_ADDRESS", "<internal-host>")):
         assert "#   env %s: %s\n" % (name, value) in text
         assert "# not exported (redacted): %s\n" % name in text
         assert "export %s=" % name not in text
+    # the old job's SLURM variables are the new job's business (srun would aim at a finished job)
+    for name in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST"):
+        assert "# not exported (set by SLURM for each job): %s\n" % name in text
+        assert "export %s=" % name not in text and "env %s:" % name not in text
     assert "#   argv[3]: <redacted>\n" in text
     assert "echo 'relaxrepro: the command holds redacted values; see the comments at the top' >&2\nexit 1\n" in text
     assert '# (working directory recorded as ".": runs where this script is started)\n' in text

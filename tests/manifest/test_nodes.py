@@ -208,6 +208,24 @@ def test_rank_zero_and_nodes_share_relaxrepro_run_id(tmp_path):
     assert doc["runtime"]["nodes"][0]["environment"]["python_version"]
 
 
+def test_in_a_slurm_job_the_manifest_takes_the_node_reports_named_for_its_job(tmp_path):
+    # generate in an sbatch script names the run itself; --node-report under srun names it for the job
+    # (slurm-<id>): merge matches them by the manifest's scheduler.job_id (the real job: tests/commands/test_slurm.py)
+    env = clean_env(SLURM_JOB_ID="4242", SLURM_JOB_NUM_NODES="1")
+    assert run_cli("generate", "--output-dir", str(tmp_path), env=env).returncode == 0
+    assert run_cli("generate", "--node-report", "--output-dir", str(tmp_path), env=env).returncode == 0
+    (manifest,) = tmp_path.glob("manifest_*.json")
+    res = run_cli("merge", str(manifest), str(tmp_path))
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(Path(res.stdout.strip()).read_text())
+    assert doc["heterogeneity"]["node_count"] == 1 and doc["scheduler"]["job_id"] == "4242"
+    other = clean_env(SLURM_JOB_ID="4243")
+    assert run_cli("generate", "--node-report", "--output-dir", str(tmp_path / "o"), env=other).returncode == 0
+    res = run_cli("merge", str(manifest), str(tmp_path / "o"))
+    assert res.returncode == 2 and "run id 'slurm-4243' is not the manifest's (%r or 'slurm-4242')" % (
+        json.loads(manifest.read_text())["run_id"]) in res.stderr
+
+
 # ------------------------------------------------------------------------------- merge refusals
 @pytest.fixture
 def merge_dir(tmp_path, frags):

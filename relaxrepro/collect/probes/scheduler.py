@@ -35,6 +35,8 @@ _SLURM_INT: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("node_count", ("SLURM_JOB_NUM_NODES", "SLURM_NNODES")),
     ("ntasks", ("SLURM_NTASKS", "SLURM_NPROCS")),
     ("cpus_per_task", ("SLURM_CPUS_PER_TASK",)),
+    # a job that asked with --gres=gpu:N (or --gpus) has no SLURM_GPUS_PER_NODE, only this
+    ("gpus_on_node", ("SLURM_GPUS_ON_NODE",)),
     ("procid", ("SLURM_PROCID",)),
     ("localid", ("SLURM_LOCALID",)),
 )
@@ -101,6 +103,20 @@ def parse_gpus_per_node(spec: str) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
+def parse_tasks_per_node(spec: str) -> Optional[int]:
+    """``SLURM_TASKS_PER_NODE``: ``8``, ``8(x2)`` -> 8; None when the nodes run unequal counts (``2(x3),1``).
+
+    sbatch sets it for every job, also one that asked for no task count (and so has no ``SLURM_NTASKS``,
+    as a real ``sbatch --wrap`` under SLURM 22.05 shows)."""
+    counts = set()
+    for part in spec.strip().split(","):
+        m = re.match(r"^(\d+)(?:\(x\d+\))?$", part.strip())
+        if not m:
+            return None
+        counts.add(int(m.group(1)))
+    return counts.pop() if len(counts) == 1 else None
+
+
 def parse_slurm(env: Mapping[str, str]) -> Dict[str, Any]:
     """The SLURM job as seen by one of its tasks; ``{}`` outside SLURM."""
     if _first(env, ("SLURM_JOB_ID", "SLURM_JOBID")) is None:
@@ -114,6 +130,11 @@ def parse_slurm(env: Mapping[str, str]) -> Dict[str, Any]:
         value = to_int(_first(env, names))
         if value is not None:
             out[key] = value
+    per_node = to_int(_first(env, ("SLURM_NTASKS_PER_NODE",)))
+    if per_node is None and _first(env, ("SLURM_TASKS_PER_NODE",)) is not None:
+        per_node = parse_tasks_per_node(env["SLURM_TASKS_PER_NODE"])
+    if per_node is not None:
+        out["ntasks_per_node"] = per_node
     spec = out.pop("gpus_per_node_spec", None)
     if spec is not None:
         gpus = parse_gpus_per_node(spec)

@@ -1,0 +1,33 @@
+"""analyze/sbatch.py: the batch script as a pure function of the manifest (the container line, the job id)."""
+
+from __future__ import annotations
+
+import subprocess
+
+from relaxrepro.analyze import sbatch
+
+REC = {"run_id": "r1", "command": {"argv": ["python", "train.py"]},
+       "scheduler": {"type": "slurm", "job_id": "7", "node_count": 1, "ntasks_per_node": 1},
+       "container": {"image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3"}, "runtime": "enroot"}}
+
+
+def test_a_recorded_container_without_a_wrapper_is_said_and_marked():
+    text = sbatch.script(REC, "/srv/runs/a/manifest_r1.json", relaxrepro=["python3", "-m", "relaxrepro"])
+    assert ("# The run was recorded in container nvcr.io/nvidia/pytorch:24.05-py3; this script replays on the host "
+            "(fill in a wrapper\n") in text
+    assert "\npython3 -m relaxrepro rerun " in text
+
+
+def test_the_container_prefix_wraps_the_replay_and_only_it():
+    prefix = ["srun", "--container-image=nvcr.io/nvidia/pytorch:24.05-py3", "--container-mounts=/srv:/srv"]
+    text = sbatch.script(REC, "/srv/runs/a/manifest_r1.json", relaxrepro=["python3", "-m", "relaxrepro"],
+                         container_prefix=prefix)
+    assert "recorded in container" not in text
+    assert ("\nsrun --container-image=nvcr.io/nvidia/pytorch:24.05-py3 --container-mounts=/srv:/srv python3 -m "
+            "relaxrepro rerun ") in text
+    assert subprocess.run(["sh", "-n"], input=text, text=True).returncode == 0
+
+
+def test_sbatch_parsable_output():
+    assert [sbatch.parse_job_id(t) for t in ("42\n", "42;cluster\n", "", "Submitted batch job 42")] == [
+        "42", "42", None, None]
