@@ -59,6 +59,12 @@ def compare(rec: Any, here: Any) -> Judgement:
     rd, hd = scalar(ri.get("digest")), scalar(hi.get("digest"))
     rn, hn = scalar(ri.get("name")), scalar(hi.get("name"))
     runtimes = scalar(rec.get("runtime")), scalar(here.get("runtime"))
+    if not (rd or rn or scalar(ri.get("path"))):
+        # The run's image was never identified (Docker shows none inside): only its runtime can be compared.
+        if runtimes[0] == runtimes[1]:
+            return Judgement(outcome=NOT_RECORDED, recorded=a, here=b, note="the run's image was not identified")
+        return Judgement(outcome=UNKNOWN, recorded=a, here=b, note="recorded in %s (image not identified), here in %s"
+                         % (runtimes[0], runtimes[1] or "an unidentified container"))
     if rd and hd:
         if rd == hd:
             return Judgement(outcome=SAME, recorded=a, here=b)

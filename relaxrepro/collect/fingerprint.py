@@ -272,9 +272,10 @@ class OutOfTime(Exception):
     """:func:`file_sha256` reached its deadline before the end of the file."""
 
 
-HASH_RATE = 500 << 20
-"""Bytes per second :func:`file_digest` counts on when it decides whether a file can be hashed in time
-(sha256 runs at about 1 GB/s on one core here; a network filesystem reads slower)."""
+HASH_RATE = 250 << 20
+"""Bytes per second :func:`file_digest` counts on when it decides whether a file can be hashed in time:
+sha256 runs at about 1 GB/s on an idle core, a loaded node or a network filesystem reads slower, and a
+hash given up at the deadline is time lost at every launch."""
 
 
 def file_digest(path: str, cache_path: Optional[str], *, deadline: float) -> Tuple[Optional[str], Optional[str]]:

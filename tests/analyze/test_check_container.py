@@ -42,11 +42,15 @@ def _row(rec, here):
      "the image here is not identified (set RELAXREPRO_IMAGE=NAME@sha256:... to compare)"),
     (_c("docker", PT), _c("docker", PT, A), "WARN", "same name; no digest recorded to compare"),
     (_c("docker", PT, A), _c("docker", PT), "WARN", "same name; no digest here to compare"),
+    (_c("docker"), _c("docker"), "not recorded", "the run's image was not identified"),
+    (_c("docker"), _c("podman", PT, A), "WARN", "recorded in docker (image not identified), here in podman"),
+    (_c("docker"), None, "FAIL", "recorded in a container, none here"),
     (None, _c("docker", PT, A), "not recorded", ""),
     (None, None, "not recorded", ""),
 ], ids=["same-sif", "same-digest-other-name", "same-name-other-digest", "other-image", "other-name-no-digest",
         "none-here", "other-runtime-unidentified", "same-runtime-unidentified", "name-only-recorded",
-        "name-only-here", "not-recorded", "nowhere"])
+        "name-only-here", "unidentified-both", "unidentified-other-runtime", "unidentified-none-here",
+        "not-recorded", "nowhere"])
 def test_container_verdicts(rec, here, verdict, note):
     row = _row(rec, here)
     assert (row.verdict, row.note) == (verdict, note)

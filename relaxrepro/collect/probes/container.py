@@ -30,9 +30,10 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from typing import Any, Dict, List, Optional
 
 _MAX_LABELS = 40
-SIF_HASH_S = 2.0
-"""At most this many seconds of a launch go to hashing an uncached SIF (sha256 runs at about 1 GB/s):
-a larger image gets its digest from ``relaxrepro fingerprint`` ahead of time instead."""
+SIF_HASH_S = 1.0
+"""At most this many seconds of a launch go to hashing an uncached SIF (one of up to ~250 MB, see
+:data:`~relaxrepro.collect.fingerprint.HASH_RATE`): a larger image costs a lookup, and gets its digest from
+``relaxrepro fingerprint`` ahead of time."""
 IMAGE_ENV = "RELAXREPRO_IMAGE"
 K8S_IMAGE_ENV = ("CONTAINER_IMAGE", "POD_IMAGE")
 """What a pod spec sets to hand its image to the container (the downward API has no field for it)."""

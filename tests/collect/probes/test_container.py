@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from relaxrepro.collect.probes import container, container_parse, system
 from relaxrepro.collect import fingerprint
+from relaxrepro.collect.probes import container, container_parse, system
 from tests.helpers.common import FIXTURES, clean_env, fake_tool, generate, run_cli
 from tests.helpers.env import make_ctx
 
@@ -319,8 +319,8 @@ def test_images_named_by_the_runtime(tmp_path, env, expect):
 
 
 def test_a_docker_container_id_is_never_taken_for_a_digest(tmp_path):
-    root = _files(tmp_path / "root", {"/.dockerenv": "",
-                                      "/proc/self/cgroup": (CONT / "cgroup-v1-docker-ubuntu-neuvector.txt").read_text()})
+    cgroup = (CONT / "cgroup-v1-docker-ubuntu-neuvector.txt").read_text()
+    root = _files(tmp_path / "root", {"/.dockerenv": "", "/proc/self/cgroup": cgroup})
     c = container.collect(make_ctx(tmp_path, root=str(root))).data["container"]
     assert c == {"runtime": "docker", "id": "31cb02944da7a12196a193cf0e0f6c226d7c453a1db62e65ba98287593a2ee30",
                  "evidence": ["/.dockerenv", "/proc/self/cgroup"]}
