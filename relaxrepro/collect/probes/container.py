@@ -44,8 +44,10 @@ def _image_file(ctx: Context, path: str, warnings: List[str]) -> Dict[str, Any]:
     full = ctx.path(path)
     try:
         st = os.stat(full)
-    except OSError:
-        return info  # the host path is often not bound into the container
+    except OSError:  # the host path is often not bound into the container
+        warnings.append("container image %s is not visible inside the container: no digest (bind its directory, "
+                        "or set %s=NAME@sha256:...)" % (path, IMAGE_ENV))
+        return info
     info["size_bytes"] = st.st_size
     info["mtime"] = int(st.st_mtime)
     budget = min(ctx.budget() - 0.5, SIF_HASH_S)

@@ -208,14 +208,20 @@ def test_a_sif_too_large_for_the_budget_says_how_to_get_its_digest(tmp_path):
 def test_singularity_with_unbound_image_and_broken_labels(tmp_path):
     root = _files(tmp_path / "root", {"/.singularity.d/labels.json": "{broken"})
     env = {"SINGULARITY_CONTAINER": "/scratch/img.sif"}
-    c = container.collect(make_ctx(tmp_path, root=str(root), env=env)).data["container"]
+    out = container.collect(make_ctx(tmp_path, root=str(root), env=env))
+    c = out.data["container"]
     assert c["runtime"] == "singularity" and c["image"] == {"path": "/scratch/img.sif"}
+    assert out.status == "partial" and out.warnings == [
+        "container image /scratch/img.sif is not visible inside the container: no digest (bind its directory, "
+        "or set RELAXREPRO_IMAGE=NAME@sha256:...)"]
 
 
 def test_generate_validates_with_container_and_environment(tmp_path):
     doc = generate(tmp_path, env=clean_env(APPTAINER_CONTAINER="/images/x.sif", APPTAINER_NAME="x.sif"))
     assert doc["container"]["runtime"] == "apptainer"
-    assert doc["collection"]["probes"]["container"]["status"] == "ok"
+    probe = doc["collection"]["probes"]["container"]
+    assert probe["status"] == "partial"  # the SIF is not visible here: recorded by path, without a digest
+    assert probe["warnings"][0].startswith("container image /images/x.sif is not visible inside the container")
     assert doc["environment"]["system"]["libc"]["name"] in ("glibc", "musl")
 
 
