@@ -7,7 +7,8 @@ cgroup and mount paths) are read; nothing is asked of a container engine (the pa
 - ``RELAXREPRO_IMAGE=NAME@sha256:HEX``, set by the user (or the image's own ``ENV``), always wins;
 - an Apptainer SIF is hashed through the fingerprint cache: the first launch hashes it when that fits
   the probe's budget (or ``relaxrepro fingerprint SIF`` did), every later one reads the cache;
-- podman's ``/run/.containerenv`` names the image id (the sha256 of the image's configuration);
+- podman's ``/run/.containerenv`` names the image id (the sha256 of the image's configuration), in a
+  ``--privileged`` container only: elsewhere podman leaves the file empty;
 - a Kubernetes pod spec can hand its image to the container (``env: CONTAINER_IMAGE``, often from the
   same value as ``image:``); with an ``@sha256:`` in it, that is the digest;
 - a pyxis ``--container-image`` that names a digest.

@@ -324,6 +324,14 @@ def test_images_named_by_the_runtime(tmp_path, env, expect):
     assert out.data["container"]["image"] == expect
 
 
+def test_an_empty_containerenv_is_podman_without_an_image(tmp_path):
+    # podman writes the key="value" lines only for --privileged; otherwise the file is empty (podman's own
+    # test/e2e/run_test.go, "podman run check /run/.containerenv", asserts exactly that).
+    root = _files(tmp_path / "root", {"/run/.containerenv": ""})
+    out = container.collect(make_ctx(tmp_path, root=str(root)))
+    assert out.data == {"container": {"runtime": "podman", "evidence": ["/run/.containerenv"]}}
+
+
 def test_a_docker_container_id_is_never_taken_for_a_digest(tmp_path):
     cgroup = (CONT / "cgroup-v1-docker-ubuntu-neuvector.txt").read_text()
     root = _files(tmp_path / "root", {"/.dockerenv": "", "/proc/self/cgroup": cgroup})
