@@ -400,8 +400,9 @@ def container_prefix(rec: Mapping[str, Any], p: Plan, env: Mapping[str, str], wo
     return argv
 
 
-_IN_THE_IMAGE = ("python", "packages", "container", "cuda", "gpu", "driver", "nccl", "cudnn", "arch")
-"""The rows of check that describe the recorded image, not this host: with --container they do not refuse."""
+_IN_THE_IMAGE = ("python", "package", "packages", "container", "cuda", "nccl", "cudnn")
+"""The rows of check that describe the recorded image, not this host (its GPUs, driver and architecture still
+count): with --container they do not refuse."""
 
 
 def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mapping[str, str],

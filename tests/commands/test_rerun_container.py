@@ -170,6 +170,18 @@ def test_confirm_runs_the_command_inside_apptainer(tmp_path, tmp_path_factory, f
     assert "relaxrepro rerun: running apptainer exec --bind" in res.stderr
 
 
+def test_the_hosts_python_does_not_refuse_a_replay_inside_the_image(tmp_path, tmp_path_factory, fakes):
+    sif, digest = _sif(tmp_path_factory)
+    container = {"runtime": "apptainer", "image": {"path": str(sif), "digest": digest, "digest_source": "sif"}}
+    m, doc = _manifest(tmp_path, ["python", "-c", "print('ran')"], env={}, container=container)
+    doc["environment"]["python"]["version"] = "2.7.18"  # the image's Python, not this host's
+    m.write_text(json.dumps(doc))
+    refused = run_cli("rerun", str(m), "--confirm", env=_env(fakes))
+    assert refused.returncode == 2 and "python: recorded 2.7.18" in refused.stderr
+    res = run_cli("rerun", str(m), "--confirm", "--container", env=_env(fakes))
+    assert (res.returncode, res.stdout) == (0, "ran\n"), res.stderr
+
+
 def test_confirm_runs_the_command_inside_docker_with_its_env_passed_on(tmp_path, fakes):
     m, doc = _manifest(tmp_path, ["python", "-c", ECHO], env={"NCCL_TEST_VALUE": "8"},
                        container={"runtime": "docker", "image": {"name": "ghcr.io/team/train", "digest": D,
