@@ -66,3 +66,14 @@ def test_check_with_the_same_name_and_another_digest_warns(recorded):
 def test_check_with_another_image_fails(recorded):
     code, row = _check(recorded[0], RELAXREPRO_IMAGE="nvcr.io/nvidia/pytorch:23.10-py3@sha256:" + "6" * 64)
     assert (row["verdict"], row["note"], code) == ("FAIL", "another image", 1)
+
+
+def test_diff_shows_a_change_of_image_digest(recorded, tmp_path):
+    manifest, doc, _ = recorded
+    other = json.loads(json.dumps(doc))
+    other["container"]["image"]["digest"] = "sha256:" + "6" * 64
+    other["run_id"] = doc["run_id"][:-1] + ("0" if doc["run_id"][-1] != "0" else "1")
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    res = run_cli("diff", str(manifest), str(tmp_path / "other.json"))
+    assert res.returncode == 1
+    assert "  ~ container.image.digest  %s -> sha256:%s" % (DIGEST, "6" * 64) in res.stdout.splitlines()
