@@ -56,7 +56,9 @@ def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str
     (and the working directory); ``binds``: more directories shared the same way; ``env_names``: variables
     passed on from the caller's environment where the runtime does not pass them all (docker, podman).
 
-    - apptainer/singularity: ``apptainer exec --bind WORKSPACE SIF`` (the SIF the run recorded);
+    - apptainer/singularity: ``apptainer exec --bind WORKSPACE SIF`` (the SIF the run recorded, its own sha256
+      the digest); with a registry digest (``RELAXREPRO_IMAGE``) ``apptainer exec ... docker://NAME@sha256:...``,
+      which apptainer pulls by that digest;
     - docker, podman (and an image of a registry recorded by Kubernetes or ``RELAXREPRO_IMAGE``):
       ``docker run --rm -v WORKSPACE:WORKSPACE -w WORKSPACE NAME@sha256:...``; a podman image id as
       ``sha256:...`` itself;
@@ -70,6 +72,11 @@ def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str
     runtime = _text(container.get("runtime"))
     name, digest, path = _text(image.get("name")), _text(image.get("digest")), _text(image.get("path"))
     shared = [workspace] + [b for b in binds if b != workspace]
+    if runtime in APPTAINER and digest and name and image.get("digest_source") not in ("sif", None):
+        argv = [runtime, "exec"]
+        for d in shared:
+            argv += ["--bind", d]
+        return argv + ["docker://%s@%s" % (name, digest)]
     if runtime in APPTAINER:
         if not path:
             raise WrapError("the run's %s image has no recorded path%s" % (
@@ -120,7 +127,7 @@ def unavailable(container: Mapping[str, Any], argv: Sequence[str], env: Mapping[
         return "%s is not on PATH here; the replay needs: %s" % (argv[0], needed)
     image = _image(container)
     path = _text(image.get("path"))
-    if _text(container.get("runtime")) in APPTAINER and path:
+    if _text(container.get("runtime")) in APPTAINER and path and path in argv:
         if not os.path.isfile(path):
             return "the run's image %s is not here; the replay needs it at that path: %s" % (path, needed)
         cache = fingerprint.default_cache_path(env)

@@ -16,6 +16,9 @@ W = "/scratch/work"
      ["apptainer", "exec", "--bind", W, "/images/pt.sif"]),
     ({"runtime": "singularity", "image": {"path": "/images/pt.sif", "digest": D}},
      ["singularity", "exec", "--bind", W, "/images/pt.sif"]),
+    ({"runtime": "apptainer", "image": {"path": "/images/pt.sif", "name": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                        "digest": D, "digest_source": "RELAXREPRO_IMAGE"}},
+     ["apptainer", "exec", "--bind", W, "docker://nvcr.io/nvidia/pytorch:24.05-py3@" + D]),
     ({"runtime": "docker", "image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3", "digest": D}},
      ["docker", "run", "--rm", "-v", W + ":" + W, "-w", W, "nvcr.io/nvidia/pytorch:24.05-py3@" + D]),
     ({"runtime": "podman", "image": {"name": "docker.io/library/python:3.11", "id": "c" * 64, "digest": D,
@@ -28,7 +31,8 @@ W = "/scratch/work"
     ({"runtime": "enroot", "image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3", "digest": D}},
      ["srun", "--container-image=nvcr.io#nvidia/pytorch:24.05-py3@" + D, "--container-mounts=%s:%s" % (W, W),
       "--container-workdir=" + W]),
-], ids=["apptainer", "singularity", "docker", "podman-image-id", "relaxrepro-image-only", "kubernetes", "enroot"])
+], ids=["apptainer", "singularity", "apptainer-registry-digest", "docker",
+        "podman-image-id", "relaxrepro-image-only", "kubernetes", "enroot"])
 def test_wrapper_per_runtime(container, expect):
     assert wrapper(container, W) == expect
 

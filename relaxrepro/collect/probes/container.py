@@ -40,7 +40,8 @@ K8S_IMAGE_ENV = ("CONTAINER_IMAGE", "POD_IMAGE")
 """What a pod spec sets to hand its image to the container (the downward API has no field for it)."""
 
 
-def _image_file(ctx: Context, path: str, warnings: List[str]) -> Dict[str, Any]:
+def _image_file(ctx: Context, path: str, warnings: List[str], *, digest_given: bool) -> Dict[str, Any]:
+    """A SIF by path, size, mtime and (unless ``RELAXREPRO_IMAGE`` gives the digest) its sha256."""
     info: Dict[str, Any] = {"path": path}
     full = ctx.path(path)
     try:
@@ -51,6 +52,8 @@ def _image_file(ctx: Context, path: str, warnings: List[str]) -> Dict[str, Any]:
         return info
     info["size_bytes"] = st.st_size
     info["mtime"] = int(st.st_mtime)
+    if digest_given:
+        return info
     budget = min(ctx.budget() - 0.5, SIF_HASH_S)
     digest, why = fingerprint.file_digest(full, fingerprint.default_cache_path(ctx.env),
                                           deadline=time.monotonic() + max(budget, 0.0))
@@ -63,7 +66,7 @@ def _image_file(ctx: Context, path: str, warnings: List[str]) -> Dict[str, Any]:
     return info
 
 
-def _apptainer(ctx: Context, warnings: List[str]) -> Optional[Dict[str, Any]]:
+def _apptainer(ctx: Context, warnings: List[str], *, digest_given: bool) -> Optional[Dict[str, Any]]:
     env = ctx.env
     name = "apptainer" if env.get("APPTAINER_CONTAINER") or env.get("APPTAINER_NAME") else None
     if name is None and (env.get("SINGULARITY_CONTAINER") or env.get("SINGULARITY_NAME")):
@@ -73,7 +76,7 @@ def _apptainer(ctx: Context, warnings: List[str]) -> Optional[Dict[str, Any]]:
         return None
     out: Dict[str, Any] = {"runtime": name or "apptainer"}
     image_path = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
-    image: Dict[str, Any] = _image_file(ctx, image_path, warnings) if image_path else {}
+    image: Dict[str, Any] = _image_file(ctx, image_path, warnings, digest_given=digest_given) if image_path else {}
     image_name = env.get("APPTAINER_NAME") or env.get("SINGULARITY_NAME")
     if image_name:
         image["name"] = image_name
@@ -181,7 +184,11 @@ def collect(ctx: Context) -> Outcome:
     evidence: List[str] = []
     warnings: List[str] = []
 
-    app = _apptainer(ctx, warnings)
+    try:
+        digest_given = "digest" in parse_image_ref(ctx.env.get(IMAGE_ENV) or "")
+    except ValueError:
+        digest_given = False
+    app = _apptainer(ctx, warnings, digest_given=digest_given)
     if app:
         container.update(app)
         evidence.append("apptainer environment or /.singularity.d")
