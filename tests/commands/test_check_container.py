@@ -76,3 +76,9 @@ def test_diff_shows_a_change_of_image_digest(recorded, tmp_path):
     res = run_cli("diff", str(manifest), str(tmp_path / "other.json"))
     assert res.returncode == 1
     assert "  ~ container.image.digest  %s -> sha256:%s" % (DIGEST, "6" * 64) in res.stdout.splitlines()
+
+
+def test_show_names_the_image_by_digest(recorded):
+    res = run_cli("show", str(recorded[0]))
+    assert res.returncode == 0, res.stderr
+    assert "  container  %s@%s (apptainer)" % (NAME, DIGEST[:19]) in res.stdout.splitlines()
