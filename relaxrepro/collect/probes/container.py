@@ -24,7 +24,7 @@ import time
 from .. import fingerprint
 from ..context import Context
 from ..runner import Outcome
-from .container_parse import parse_cgroup, parse_containerenv, parse_image_ref, parse_labels, parse_mountinfo_id
+from .container_parse import parse_cgroup, parse_containerenv, parse_image_ref, parse_labels, parse_mountinfo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -211,12 +211,12 @@ def collect(ctx: Context) -> Outcome:
         container.setdefault("runtime", cgroup["runtime"])
         if cgroup.get("id"):
             container.setdefault("id", cgroup["id"])
-    if "id" not in container and container.get("runtime") in ("docker", "podman", None):
-        cid = parse_mountinfo_id(ctx.read_text("/proc/self/mountinfo", limit=4 << 20) or "")
-        if cid:
+    if "id" not in container and container.get("runtime") in ("docker", "podman", "kubernetes", None):
+        mounted = parse_mountinfo(ctx.read_text("/proc/self/mountinfo", limit=4 << 20) or "")
+        if mounted:
             evidence.append("/proc/self/mountinfo")
-            container.setdefault("runtime", "docker")
-            container["id"] = cid
+            container.setdefault("runtime", mounted["runtime"])
+            container["id"] = mounted["id"]
 
     k8s = _kubernetes(ctx)
     if k8s is not None:

@@ -8,19 +8,25 @@ import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Dict, Optional
+    from typing import Dict
 
 _CGROUP_RUNTIMES = (
     # (pattern in /proc/self/cgroup, runtime); ids are 64 hex chars.
     (re.compile(r"/kubepods[/.]"), "kubernetes"),
     (re.compile(r"(?:/docker/|docker-)([0-9a-f]{64})"), "docker"),
     (re.compile(r"libpod-([0-9a-f]{64})"), "podman"),
-    (re.compile(r"crio-([0-9a-f]{64})"), "cri-o"),
-    (re.compile(r"cri-containerd-([0-9a-f]{64})"), "containerd"),
+    # With the systemd cgroup driver the id follows a colon: `...pod<uid>.slice:cri-containerd:<id>`.
+    (re.compile(r"crio[-:]([0-9a-f]{64})"), "cri-o"),
+    (re.compile(r"cri-containerd[-:]([0-9a-f]{64})"), "containerd"),
 )
-_MOUNTINFO_ID = re.compile(r"/(?:docker|containers)/containers/([0-9a-f]{64})/")
-"""Under cgroup v2 the cgroup path is just ``0::/``; Docker's bind mounts of /etc/hostname etc. still name the id."""
-
+_MOUNTINFO_IDS = (
+    # Under cgroup v2 the cgroup path is just ``0::/``; the files a runtime bind-mounts (/etc/hostname,
+    # /etc/hosts, /run/.containerenv) or the cgroup v1 mounts of the container still name its id.
+    (re.compile(r"/(?:docker|containers)/containers/([0-9a-f]{64})/"), "docker"),
+    (re.compile(r"/overlay-containers/([0-9a-f]{64})/userdata/"), "podman"),
+    (re.compile(r"cri-containerd[-:]([0-9a-f]{64})"), "containerd"),
+    (re.compile(r"crio[-:]([0-9a-f]{64})"), "cri-o"),
+)
 
 def parse_cgroup(text: str) -> Dict[str, str]:
     """``/proc/self/cgroup`` -> {runtime, id} from the first line that names a container runtime (its innermost id)."""
@@ -37,9 +43,13 @@ def parse_cgroup(text: str) -> Dict[str, str]:
     return found
 
 
-def parse_mountinfo_id(text: str) -> Optional[str]:
-    m = _MOUNTINFO_ID.search(text)
-    return m.group(1) if m else None
+def parse_mountinfo(text: str) -> Dict[str, str]:
+    """``/proc/self/mountinfo`` -> {runtime, id} from the first runtime whose mounts name a container id."""
+    for pattern, runtime in _MOUNTINFO_IDS:
+        m = pattern.search(text)
+        if m:
+            return {"runtime": runtime, "id": m.group(1)}
+    return {}
 
 
 def parse_containerenv(text: str) -> Dict[str, str]:

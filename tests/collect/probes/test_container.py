@@ -253,6 +253,26 @@ def test_found_some_cgroup_captures():
     assert len(list(CONT.glob("cgroup-*.txt"))) >= 8
 
 
+@pytest.mark.parametrize("name,expect", [
+    ("mountinfo-docker-otel.txt",
+     {"runtime": "docker", "id": "be522444b60caf2d3934b8b24b916a8a314f4b68d4595aa419874657e8d103f2"}),
+    ("mountinfo-podman-otel.txt",
+     {"runtime": "podman", "id": "2a33efc76e519c137fe6093179653788bed6162d4a15e5131c8e835c968afbe6"}),
+    ("mountinfo-containerd-kubernetes-otel.txt",
+     {"runtime": "containerd", "id": "f2a44bc8e090f93a2b4d7f510bdaff0615ad52906e3287ee956dcf5aa5012a91"}),
+], ids=["docker-cgroup-v2", "podman-rootless", "containerd-kubernetes-systemd-driver"])
+def test_parse_mountinfo_captures(name, expect):
+    assert container_parse.parse_mountinfo((CONT / name).read_text()) == expect
+
+
+def test_podman_under_cgroup_v2_is_found_by_its_mounts(tmp_path):
+    root = _files(tmp_path / "root", {"/run/.containerenv": "", "/proc/self/cgroup": "0::/\n",
+                                      "/proc/self/mountinfo": (CONT / "mountinfo-podman-otel.txt").read_text()})
+    c = container.collect(make_ctx(tmp_path, root=str(root))).data["container"]
+    assert c == {"runtime": "podman", "id": "2a33efc76e519c137fe6093179653788bed6162d4a15e5131c8e835c968afbe6",
+                 "evidence": ["/run/.containerenv", "/proc/self/mountinfo"]}
+
+
 DIGEST = "sha256:" + "d" * 64
 
 
