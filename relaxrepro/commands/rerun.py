@@ -391,13 +391,25 @@ def container_prefix(rec: Mapping[str, Any], p: Plan, env: Mapping[str, str], wo
     if isinstance(image, dict) and isinstance(image.get("path"), str):
         c["image"] = dict(image, path=p.local(image["path"]))
     try:
-        argv = container_wrap.wrapper(c, workspace_dir, binds=binds, env_names=env_names, command=command)
+        argv = container_wrap.wrapper(c, workspace_dir, binds=binds, env_names=env_names, gpus=_gpu_vendor(rec),
+                                      command=command)
     except container_wrap.WrapError as exc:
         raise Refusal("--container: %s" % exc) from None
     why = container_wrap.unavailable(c, argv, env, command)
     if why:
         raise Refusal("--container: %s" % why)
     return argv
+
+
+def _gpu_vendor(rec: Mapping[str, Any]) -> Optional[str]:
+    """The vendor of the GPUs the run used (None: it used none): ``hardware.gpu_vendor``, else NVIDIA when the
+    recorded model says so (Relax records no vendor)."""
+    count = get(rec, "hardware.gpu_count", None)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        return None
+    vendor = scalar(get(rec, "hardware.gpu_vendor", None))
+    model = scalar(get(rec, "hardware.gpu_model", None)) or ""
+    return vendor or ("nvidia" if model.upper().startswith("NVIDIA") else None)
 
 
 _IN_THE_IMAGE = ("python", "package", "packages", "container", "cuda", "nccl", "cudnn")

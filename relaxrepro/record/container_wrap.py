@@ -21,6 +21,13 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 APPTAINER = ("apptainer", "singularity")
 OCI = ("docker", "podman", "kubernetes", "cri-o", "containerd")
 """Runtimes whose images a registry serves: replayed with ``podman run`` (podman) or ``docker run``."""
+_GPU_FLAGS = {
+    # What gives a container the host's GPUs, per runtime family and vendor (pyxis passes the job's own).
+    ("apptainer", "nvidia"): ["--nv"], ("apptainer", "amd"): ["--rocm"],
+    ("docker", "nvidia"): ["--gpus", "all"], ("podman", "nvidia"): ["--device", "nvidia.com/gpu=all"],
+    ("docker", "amd"): ["--device", "/dev/kfd", "--device", "/dev/dri"],
+    ("podman", "amd"): ["--device", "/dev/kfd", "--device", "/dev/dri"],
+}
 
 
 class WrapError(ValueError):
@@ -51,10 +58,12 @@ def _command(argv: Sequence[str]) -> str:
 
 
 def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str] = (),
-            env_names: Sequence[str] = (), command: Sequence[str] = ()) -> List[str]:
+            env_names: Sequence[str] = (), gpus: Optional[str] = None, command: Sequence[str] = ()) -> List[str]:
     """The argv prefix that runs a command in the recorded image, ``workspace`` shared at the same path
     (and the working directory); ``binds``: more directories shared the same way; ``env_names``: variables
-    passed on from the caller's environment where the runtime does not pass them all (docker, podman).
+    passed on from the caller's environment where the runtime does not pass them all (docker, podman);
+    ``gpus``: the run's GPU vendor (``hardware.gpu_vendor``: ``nvidia``, ``amd``) when it used GPUs, to
+    hand them to the container (``--nv``, ``--gpus all``, ...).
 
     - apptainer/singularity: ``apptainer exec --bind WORKSPACE SIF`` (the SIF the run recorded, its own sha256
       the digest); with a registry digest (``RELAXREPRO_IMAGE``) ``apptainer exec ... docker://NAME@sha256:...``,
@@ -72,8 +81,10 @@ def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str
     runtime = _text(container.get("runtime"))
     name, digest, path = _text(image.get("name")), _text(image.get("digest")), _text(image.get("path"))
     shared = [workspace] + [b for b in binds if b != workspace]
+    family = "apptainer" if runtime in APPTAINER else "podman" if runtime == "podman" else "docker"
+    gpu_flags = _GPU_FLAGS.get((family, gpus or ""), [])
     if runtime in APPTAINER and digest and name and image.get("digest_source") not in ("sif", None):
-        argv = [runtime, "exec"]
+        argv = [runtime, "exec"] + gpu_flags
         for d in shared:
             argv += ["--bind", d]
         return argv + ["docker://%s@%s" % (name, digest)]
@@ -81,7 +92,7 @@ def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str
         if not path:
             raise WrapError("the run's %s image has no recorded path%s" % (
                 runtime, " (its name: %s)" % name if name else ""))
-        argv = [runtime, "exec"]
+        argv = [runtime, "exec"] + gpu_flags
         for d in shared:
             argv += ["--bind", d]
         argv.append(path)
@@ -103,7 +114,7 @@ def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str
             ref = digest or ""
         else:
             ref = name + ("@" + digest if digest else "")
-        argv = ["podman" if runtime == "podman" else "docker", "run", "--rm"]
+        argv = [family, "run", "--rm"] + gpu_flags
         for d in shared:
             argv += ["-v", "%s:%s" % (d, d)]
         argv += ["-w", workspace]

@@ -98,6 +98,20 @@ def test_dry_run_shows_each_runtimes_wrapper(tmp_path, fakes, container, wrap):
     assert _exec_line(res.stdout) == "exec %s %s -c 'print(1)'" % (wrap.format(w=w), sys.executable)
 
 
+@pytest.mark.parametrize("hardware,flags", [
+    ({"gpu_count": 8, "gpu_vendor": "nvidia", "gpu_model": "NVIDIA H100 80GB HBM3"}, "--gpus all "),
+    ({"gpu_count": 8, "gpu_model": "NVIDIA A100-SXM4-80GB"}, "--gpus all "),  # Relax records no vendor
+    ({"gpu_count": 0, "gpu_vendor": "nvidia"}, ""),
+], ids=["nvidia", "nvidia-by-model", "no-gpu"])
+def test_dry_run_hands_the_runs_gpus_to_the_container(tmp_path, fakes, hardware, flags):
+    m, doc = _manifest(tmp_path, ["python", "-c", "print(1)"], env={}, hardware=hardware,
+                       container={"runtime": "docker", "image": {"name": "img", "digest": D}})
+    res = run_cli("rerun", str(m), "--dry-run", "--container", env=_env(fakes))
+    w = doc["command"]["cwd"]
+    assert _exec_line(res.stdout) == "exec docker run --rm %s-v %s:%s -w %s img@%s %s -c 'print(1)'" % (
+        flags, w, w, w, D, sys.executable)
+
+
 def _refused(res):
     assert res.returncode == 2 and res.stdout == ""
     lines = res.stderr.splitlines()

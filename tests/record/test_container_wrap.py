@@ -45,6 +45,22 @@ def test_more_binds_and_env_for_docker():
     assert wrapper(a, W, binds=["/out"]) == ["apptainer", "exec", "--bind", W, "--bind", "/out", "/i.sif"]
 
 
+@pytest.mark.parametrize("runtime,vendor,flags", [
+    ("apptainer", "nvidia", ["--nv"]),
+    ("apptainer", "amd", ["--rocm"]),
+    ("docker", "nvidia", ["--gpus", "all"]),
+    ("podman", "nvidia", ["--device", "nvidia.com/gpu=all"]),
+    ("docker", "amd", ["--device", "/dev/kfd", "--device", "/dev/dri"]),
+    ("docker", None, []),
+], ids=["apptainer-nv", "apptainer-rocm", "docker-nvidia", "podman-cdi", "docker-amd", "no-gpu"])
+def test_the_runs_gpus_are_handed_to_the_container(runtime, vendor, flags):
+    c = {"runtime": runtime, "image": {"name": "img", "path": "/i.sif", "digest": D, "digest_source": "sif"}}
+    argv = wrapper(c, W, gpus=vendor)
+    head = 2 if runtime == "apptainer" else 3  # apptainer exec | docker run --rm
+    assert argv[head:head + len(flags)] == flags
+    assert wrapper(dict(c, runtime="enroot"), W, gpus=vendor)[0] == "srun"  # pyxis gives the job's own GPUs
+
+
 @pytest.mark.parametrize("container,message", [
     ({"runtime": "docker", "image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3"}},
      "the run's image nvcr.io/nvidia/pytorch:24.05-py3 has no recorded digest, so its name may now give another "
