@@ -12,6 +12,7 @@ import time
 
 from ..collect import fingerprint
 from ..collect.context import which_on_path
+from ..collect.probes.container_parse import DIGEST
 from ..std.text import shell_quote
 
 TYPE_CHECKING = False
@@ -81,6 +82,11 @@ def wrapper(container: Mapping[str, Any], workspace: str, *, binds: Sequence[str
     runtime = _text(container.get("runtime"))
     name, digest, path = _text(image.get("name")), _text(image.get("digest")), _text(image.get("path"))
     shared = [workspace] + [b for b in binds if b != workspace]
+    if digest and not DIGEST.match(digest):
+        raise WrapError("the recorded image digest %r is not sha256:<64 hex>" % digest)
+    for what, value in (("name", name), ("path", path)):
+        if value and value.startswith("-"):  # the runtime would read it as one of its options
+            raise WrapError("the recorded image %s %r starts with '-'" % (what, value))
     family = "apptainer" if runtime in APPTAINER else "podman" if runtime == "podman" else "docker"
     gpu_flags = _GPU_FLAGS.get((family, gpus or ""), [])
     if runtime in APPTAINER and digest and name and image.get("digest_source") not in ("sif", None):

@@ -75,7 +75,14 @@ def test_the_runs_gpus_are_handed_to_the_container(runtime, vendor, flags):
     ({"runtime": "docker", "id": "a" * 64}, "the run's container (docker) names no image"),
     ({"runtime": "lxc", "image": {"name": "x", "digest": D}},
      "the run's container runtime lxc cannot be replayed with --container"),
-], ids=["docker-no-digest", "sif-no-digest", "sif-no-path", "docker-id-only", "unknown-runtime"])
+    ({"runtime": "docker", "image": {"name": "x", "digest": "sha256:zz"}},
+     "the recorded image digest 'sha256:zz' is not sha256:<64 hex>"),
+    ({"runtime": "docker", "image": {"name": "--privileged", "digest": D}},
+     "the recorded image name '--privileged' starts with '-'"),
+    ({"runtime": "apptainer", "image": {"path": "--writable", "digest": D, "digest_source": "sif"}},
+     "the recorded image path '--writable' starts with '-'"),
+], ids=["docker-no-digest", "sif-no-digest", "sif-no-path", "docker-id-only", "unknown-runtime", "bad-digest",
+        "name-like-an-option", "path-like-an-option"])
 def test_wrapper_refuses(container, message):
     with pytest.raises(WrapError) as info:
         wrapper(container, W, command=["python", "train.py"])

@@ -73,7 +73,8 @@ def parse_labels(text: str) -> Dict[str, str]:
     return {str(k): str(v) for k, v in sorted(data.items()) if isinstance(v, (str, int, float))}
 
 
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+"""A content digest as the manifest records it."""
 
 
 def parse_image_ref(text: str) -> Dict[str, str]:
@@ -89,6 +90,6 @@ def parse_image_ref(text: str) -> Dict[str, str]:
     if not at:
         return {"name": name}
     digest = digest.lower()
-    if not _DIGEST.match(digest):
+    if not DIGEST.match(digest):
         raise ValueError("%r: the digest must be sha256:<64 hex>" % text)
     return {"name": name, "digest": digest}
