@@ -26,6 +26,14 @@ class Judgement(Record):
     note: str = ""
 
 
+_KINDS = {"podman": "an image id", "sif": "a SIF file's sha256"}
+"""What a digest is a digest of, by ``digest_source``; any other source gives a registry (manifest) digest."""
+
+
+def _kind(image: Mapping[str, Any]) -> str:
+    return _KINDS.get(scalar(image.get("digest_source")) or "", "a registry digest")
+
+
 def _image(c: Mapping[str, Any]) -> Mapping[str, Any]:
     image = c.get("image")
     return image if isinstance(image, dict) else {}
@@ -68,6 +76,10 @@ def compare(rec: Any, here: Any) -> Judgement:
     if rd and hd:
         if rd == hd:
             return Judgement(outcome=SAME, recorded=a, here=b)
+        if _kind(ri) != _kind(hi):  # the same image has one digest of each kind: these say nothing
+            return Judgement(outcome=NAME_ONLY if rn and rn == hn else UNKNOWN, recorded=a, here=b,
+                             note="digests of different kinds (recorded: %s, here: %s): cannot compare"
+                             % (_kind(ri), _kind(hi)))
         if rn and rn == hn:
             return Judgement(outcome=OTHER_DIGEST, recorded=a, here=b, note="same name, other digest")
         return Judgement(outcome=OTHER_IMAGE, recorded=a, here=b, note="another image")

@@ -45,12 +45,16 @@ def _row(rec, here):
     (_c("docker"), _c("docker"), "not recorded", "the run's image was not identified"),
     (_c("docker"), _c("podman", PT, A), "WARN", "recorded in docker (image not identified), here in podman"),
     (_c("docker"), None, "FAIL", "recorded in a container, none here"),
+    (_c("podman", PT, A, "podman"), _c("podman", PT, B), "WARN",
+     "digests of different kinds (recorded: an image id, here: a registry digest): cannot compare"),
+    (_c("apptainer", "pt.sif", A, "sif"), _c("apptainer", PT, B), "WARN",
+     "digests of different kinds (recorded: a SIF file's sha256, here: a registry digest): cannot compare"),
     (None, _c("docker", PT, A), "not recorded", ""),
     (None, None, "not recorded", ""),
 ], ids=["same-sif", "same-digest-other-name", "same-name-other-digest", "other-image", "other-name-no-digest",
         "none-here", "other-runtime-unidentified", "same-runtime-unidentified", "name-only-recorded",
-        "name-only-here", "unidentified-both", "unidentified-other-runtime", "unidentified-none-here",
-        "not-recorded", "nowhere"])
+        "name-only-here", "podman-id-vs-registry", "sif-vs-registry", "unidentified-both",
+        "unidentified-other-runtime", "unidentified-none-here", "not-recorded", "nowhere"])
 def test_container_verdicts(rec, here, verdict, note):
     row = _row(rec, here)
     assert (row.verdict, row.note) == (verdict, note)
