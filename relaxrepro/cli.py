@@ -475,6 +475,9 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                      help="with --workspace: clone recorded repo NAME from PATH (repeatable)")
     rer.add_argument("--redact-pattern", action="append", default=[], metavar="REGEX",
                      help="the run's own --redact-pattern values, which its manifest does not keep (repeatable)")
+    rer.add_argument("--container", action="store_true", help="run the replay inside the recorded image, pinned "
+                     "by its digest (apptainer exec, docker/podman run, srun --container-image); refused (2) when "
+                     "that image or its runtime cannot be had here")
     rer.add_argument("--json", action="store_true", help="--dry-run: the script in a JSON object; --confirm: the "
                      "outcome (replay directory, manifest, status, exit code, verify's verdict) as one JSON object "
                      "after the command's own output")

@@ -13,6 +13,7 @@ from ..manifest import fields
 from ..manifest.fields import MISSING, get, scalar, section
 from ..manifest.model import DECISIVE_PACKAGES
 from ..std.records import Factory, Record
+from . import container
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -158,6 +159,7 @@ def compare_documents(rec: Mapping[str, Any], here: Mapping[str, Any],
     items.extend(_package_items(rec, here))
     items.extend(_hardware_items(rec, here))
     items.extend(_system_items(rec, here))
+    items.append(_container_item(rec, here))
     items.extend(_seed_items(rec, here))
     items.extend(_env_items(rec, here))
     items.extend(_config_items(rec, here))
@@ -459,6 +461,17 @@ def _system_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]
     if scalar(r.get("hostname")):  # another node is the normal case: information, whatever it says
         items.append(Item("hostname", cell(r.get("hostname")), cell(h.get("hostname")), INFO))
     return items
+
+
+_CONTAINER_VERDICTS = {
+    container.SAME: PASS, container.NAME_ONLY: WARN, container.OTHER_DIGEST: WARN, container.UNKNOWN: WARN,
+    container.OTHER_IMAGE: FAIL, container.NONE_HERE: FAIL, container.NOT_RECORDED: NOT_RECORDED,
+}
+
+
+def _container_item(rec: Mapping[str, Any], here: Mapping[str, Any]) -> Item:
+    j = container.compare(rec.get("container"), here.get("container"))
+    return Item("container", j.recorded, j.here, _CONTAINER_VERDICTS[j.outcome], j.note)
 
 
 def _seed_items(rec: Mapping[str, Any], here: Mapping[str, Any]) -> List[Item]:

@@ -249,8 +249,11 @@ def quick_digest(s: Scan, *, deadline: Optional[float] = None) -> Dict[str, obje
 
 # -- the full digest -------------------------------------------------------------------------------
 
-def file_sha256(path: str) -> str:
-    """sha256 of one file, streamed through a reused buffer (keeps pace with ``sha256sum``)."""
+def file_sha256(path: str, deadline: Optional[float] = None) -> str:
+    """sha256 of one file, streamed through a reused buffer (keeps pace with ``sha256sum``).
+
+    Past ``deadline`` (``time.monotonic()``) it stops and raises :class:`OutOfTime`.
+    """
     h = _sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
@@ -260,7 +263,58 @@ def file_sha256(path: str) -> str:
             if not n:
                 break
             h.update(view[:n])
+            if deadline is not None and time.monotonic() > deadline:
+                raise OutOfTime(path)
     return h.hexdigest()
+
+
+class OutOfTime(Exception):
+    """:func:`file_sha256` reached its deadline before the end of the file."""
+
+
+HASH_RATE = 250 << 20
+"""Bytes per second :func:`file_digest` counts on when it decides whether a file can be hashed in time:
+sha256 runs at about 1 GB/s on an idle core, a loaded node or a network filesystem reads slower, and a
+hash given up at the deadline is time lost at every launch."""
+
+
+def file_digest(path: str, cache_path: Optional[str], *, deadline: float) -> Tuple[Optional[str], Optional[str]]:
+    """``("sha256:<hex>", None)`` for one file, from the cache when :func:`trusted`, else hashed and stored
+    when that can end before ``deadline`` (``time.monotonic()``); ``(None, why)`` otherwise.
+
+    A container image is one large file read again at every launch: the first launch hashes it (or
+    ``relaxrepro fingerprint`` did), every later one costs a lookup.
+    """
+    s = scan(path)
+    if s.kind != "file":
+        return None, s.error or "not a regular file"
+    cache = Cache(cache_path, readonly=True) if cache_path else None
+    try:
+        full = full_digest(s, cache, hash_missing=False)
+    finally:
+        if cache is not None:
+            cache.close()
+    if full.sha256:
+        return full.sha256, None
+    size = s.entries[0].size
+    if time.monotonic() + size / HASH_RATE > deadline:
+        return None, "%d MB cannot be hashed within the launch budget" % (size >> 20)
+    try:
+        before = os.stat(s.real)
+        started = time.time_ns()
+        digest = file_sha256(s.real, deadline)
+        after = os.stat(s.real)
+    except OutOfTime:
+        return None, "hashing did not end within the launch budget"
+    except OSError as exc:
+        return None, _reason(exc)
+    if _key(before) != _key(after):
+        return None, "changed while it was hashed"
+    if cache_path:
+        writer = Cache(cache_path, readonly=False)
+        writer.store([(s.real,) + _key(after) + (digest, started)])
+        writer.close()
+    return "sha256:" + digest, None
 
 
 def _line(e: Entry, digest: str = "") -> str:

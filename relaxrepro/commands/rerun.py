@@ -25,7 +25,7 @@ from ..collect.context import which_on_path
 from ..collect.here import closest_interpreter, collect_here
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
-from ..record import guard, replay, workspace
+from ..record import adopt, container_wrap, guard, replay, workspace
 from ..record.restore import RestoreError
 from ..std import proc
 from ..std.records import Factory, Record
@@ -73,6 +73,8 @@ class Plan(Record):
     """This machine's home, for the ``<HOME>`` left in the values above (None: unset, so unresolvable)."""
     cwd_here: bool = False
     """The working directory was recorded as ``"."``: wherever the run was started (Relax)."""
+    wrap: List[str] = Factory(list)
+    """``--container``: the prefix that runs the command inside the recorded image."""
 
     def local(self, value: str) -> str:
         """A recorded value as it reads on this machine: ``<HOME>`` resolved to :attr:`home`."""
@@ -321,7 +323,9 @@ def script(p: Plan, manifest_path: str, env: Mapping[str, str]) -> str:
     if p.argv and any("\0" in a for a in p.argv):
         out.append("# (the command holds a NUL byte: not written)")
     elif p.argv:
-        out.append("exec " + " ".join(_q(a) for a in p.argv))
+        if p.wrap:
+            out.append("# -- inside the recorded container image, pinned by its digest (--container)")
+        out.append("exec " + " ".join(_q(a) for a in p.wrap + p.argv))
     else:
         out.append("echo 'relaxrepro: the manifest records no command' >&2")
         out.append("exit 1")
@@ -382,9 +386,48 @@ def _closest(p: Plan, env: Mapping[str, str]) -> Optional[str]:
 
 # -- the command -------------------------------------------------------------------------------
 
+def container_prefix(rec: Mapping[str, Any], p: Plan, env: Mapping[str, str], workspace_dir: str, *,
+                     binds: Tuple[str, ...] = (), env_names: Tuple[str, ...] = (), command: List[str]) -> List[str]:
+    """``--container``: the wrapper of :mod:`relaxrepro.record.container_wrap` for the recorded image, its
+    SIF path as it reads here; refused when the record does not pin it or this machine cannot have it."""
+    c = get(rec, "container", None)
+    if not isinstance(c, dict) or not c:
+        raise Refusal("--container: the manifest records no container; replay without --container")
+    c = dict(c)
+    image = c.get("image")
+    if isinstance(image, dict) and isinstance(image.get("path"), str):
+        c["image"] = dict(image, path=p.local(image["path"]))
+    try:
+        argv = container_wrap.wrapper(c, workspace_dir, binds=binds, env_names=env_names, gpus=_gpu_vendor(rec),
+                                      command=command)
+    except container_wrap.WrapError as exc:
+        raise Refusal("--container: %s" % exc) from None
+    why = container_wrap.unavailable(c, argv, env, command)
+    if why:
+        raise Refusal("--container: %s" % why)
+    return argv
+
+
+def _gpu_vendor(rec: Mapping[str, Any]) -> Optional[str]:
+    """The vendor of the GPUs the run used (None: it used none): ``hardware.gpu_vendor``, else NVIDIA when the
+    recorded model says so (Relax records no vendor)."""
+    count = get(rec, "hardware.gpu_count", None)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        return None
+    vendor = scalar(get(rec, "hardware.gpu_vendor", None))
+    model = scalar(get(rec, "hardware.gpu_model", None)) or ""
+    return vendor or ("nvidia" if model.upper().startswith("NVIDIA") else None)
+
+
+_IN_THE_IMAGE = ("python", "package", "packages", "container", "cuda", "nccl", "cudnn")
+"""The rows of check that describe the recorded image, not this host (its GPUs, driver and architecture still
+count): with --container they do not refuse."""
+
+
 def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mapping[str, str],
-            env: Mapping[str, str]) -> Tuple[List[str], Dict[str, str], Optional[str]]:
-    """Every refusal, in the order a user fixes them; returns (argv, env, cwd) to run."""
+            env: Mapping[str, str], in_container: bool = False) -> Tuple[List[str], Dict[str, str], Optional[str]]:
+    """Every refusal, in the order a user fixes them; returns (argv, env, cwd) to run. ``in_container``:
+    the command runs in the recorded image, whose interpreter and packages this host need not have."""
     if not p.argv:
         raise Refusal("the manifest records no command (command.argv is empty): nothing to rerun")
     if nul_bytes(p):
@@ -395,7 +438,7 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
                       "(KEY: an env var, argv[N], cwd, or a placeholder such as <HOME>):\n"
                       + "\n".join("  " + safe_text(r, 200) for r in p.redacted))
     argv, cwd = [p.local(a) for a in p.argv], p.local(p.cwd) if p.cwd else None
-    if p.interpreter and p.argv[0] == p.interpreter and not _is_tool(argv[0]):
+    if p.interpreter and p.argv[0] == p.interpreter and not _is_tool(argv[0]) and not in_container:
         closest = _closest(p, env)
         raise Refusal("the recorded interpreter %s is gone%s" % (
             safe_text(argv[0]), "; closest match here: %s" % safe_text(closest) if closest
@@ -407,7 +450,8 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
         raise Refusal("the recorded command names the manifest being replayed in %s; refusing so that it "
                       "cannot be overwritten" % safe_text(clash))
     report = judge(rec, *collect_here(rec, repos=repos, env=env))
-    fails = [i for i in report.items if i.verdict == FAIL]
+    fails = [i for i in report.items if i.verdict == FAIL
+             and not (in_container and i.item.split(" ")[0] in _IN_THE_IMAGE)]
     if fails:
         raise Refusal("check found differences that make this run irreproducible here:\n" + "\n".join(
             "  %s: recorded %s, here %s%s" % (safe_text(i.item), safe_text(i.recorded), safe_text(i.here),
@@ -418,14 +462,18 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
 
 
 def run_cli(path: str, *, values: Mapping[str, str], env: Optional[Mapping[str, str]] = None,
-            as_json: bool = False) -> int:
+            as_json: bool = False, container: bool = False) -> int:
     """``--dry-run``: print the script (``as_json``: in a JSON object) (0), 2 when refused."""
     env = dict(os.environ if env is None else env)
     rec = read_with_notes("rerun", path)
     if rec is None:
         return Exit.USAGE
     try:
-        text = script(plan(rec, values, env), path, env)
+        p = plan(rec, values, env)
+        if container:
+            p.wrap = container_prefix(rec, p, env, p.local(p.cwd) if p.cwd else os.getcwd(),
+                                      command=[p.local(a) for a in p.argv])
+        text = script(p, path, env)
         if as_json:
             print_json({"manifest": path, "run_id": rec.get("run_id"), "script": text})
         else:
@@ -520,6 +568,8 @@ class Replay(Record):
     atol: float = 0.0
     as_json: bool = False
     """Say the outcome as one JSON object on stdout, after what the command itself printed there."""
+    container: bool = False
+    """Run the command inside the recorded image (:func:`container_prefix`)."""
 
 
 def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapping[str, str],
@@ -557,7 +607,10 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
         if trees:
             changes += workspace.relocate(p, trees, [c[0] for c in changes])
             repos = dict(repos, **{str(n): os.path.join(made or "", str(n)) for n in section(rec, "code")})
-        argv, run_env, _ = confirm(rec, path, p, repos=repos, env=env)
+        argv, run_env, _ = confirm(rec, path, p, repos=repos, env=env, in_container=how.container)
+        if how.container:
+            names = _PASSED_ON + tuple(sorted(p.env))
+            argv = container_prefix(rec, p, env, run_cwd, binds=(target,), env_names=names, command=argv) + argv
     except Refusal as exc:
         if made:
             workspace.remove(made)
@@ -606,6 +659,10 @@ def run_replay(path: str, how: Replay, *, values: Mapping[str, str], repos: Mapp
                     "status": done.status, "exit_code": int(code), "verdict": verdict, "changed": touched,
                     "workspace": kept})
     return code
+
+
+_PASSED_ON = (replay.RUN_ID_ENV, adopt.ENV_MANIFEST, replay.OUTPUT_DIR_ENV, replay.MAX_STEPS_ENV)
+"""What the replay hands its command (set by :func:`relaxrepro.record.replay.execute`), passed into a container."""
 
 
 def _restore(rec: Mapping[str, Any], path: str, into: str, p: Plan, cwd: str, how: Replay,
@@ -658,7 +715,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output_dir is not None or args.rtol or args.atol or args.in_place or args.workspace is not None:
             say("relaxrepro rerun: error: --output-dir, --in-place, --workspace, --rtol and --atol go with --confirm")
             return Exit.USAGE
-        return run_cli(args.manifest, values=values, as_json=args.json)
+        return run_cli(args.manifest, values=values, as_json=args.json, container=args.container)
     if args.in_place and args.output_dir is not None:
         say("relaxrepro rerun: error: --in-place writes into the original's directory: not with --output-dir")
         return Exit.USAGE
@@ -667,5 +724,6 @@ def run(args: argparse.Namespace) -> int:
         return Exit.USAGE
     how = Replay(quick=args.quick, full=args.full, output_dir=args.output_dir, in_place=args.in_place,
                  workspace=args.workspace, keep=args.keep, sources=pairs(args.sources, "--from"),
-                 redact_patterns=list(args.redact_pattern), rtol=args.rtol, atol=args.atol, as_json=args.json)
+                 redact_patterns=list(args.redact_pattern), rtol=args.rtol, atol=args.atol, as_json=args.json,
+                 container=args.container)
     return run_replay(args.manifest, how, values=values, repos=pairs(args.repo, "--repo"))

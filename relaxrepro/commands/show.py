@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from ..analyze.container import describe
 from ..manifest.fields import MISSING, get, patch_counts, patch_text, python_version, section, untracked_files
 from ..manifest.flat import flatten
 from ..manifest.numbers import shown
@@ -143,7 +144,7 @@ def _environment(doc: Dict[str, Any]) -> List[Tuple[str, Any]]:
     system = section(env, "system")
     rows = [("python", python_version(doc)), ("packages", count),
             ("system", " ".join(str(system[k]) for k in ("os", "kernel", "arch") if system.get(k)) or None),
-            ("container", get(doc, "container.runtime", None))]
+            ("container", describe(doc["container"]) if isinstance(doc.get("container"), dict) else None)]
     for name, version in sorted(section(env, "key_packages").items()):
         rows.append((name, version))
     return rows

@@ -38,7 +38,7 @@ NODE_FIELDS: Tuple[str, ...] = (
     "environment.packages_digest", "environment.packages_count", "environment.key_packages.*",
     "environment.system.os", "environment.system.kernel", "environment.system.arch",
     "environment.system.distribution", "environment.system.libc.name", "environment.system.libc.version",
-    "container.runtime", "container.image.name", "container.image.id",
+    "container.runtime", "container.image.name", "container.image.id", "container.image.digest",
 )
 """What a node entry in the merged manifest keeps (the fragment keeps more, e.g. per-GPU data)."""
 

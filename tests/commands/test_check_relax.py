@@ -79,7 +79,7 @@ def _check(monkeypatch, capsys, manifest: Path, cwd: Path, env: dict, repos: dic
 _SAME_MACHINE = {
     "run id": "INFO", "python": "PASS", "cuda": "not recorded", "gpu model": "not recorded",
     "driver": "not recorded", "nccl": "not recorded", "cudnn": "not recorded", "arch": "PASS", "os": "PASS",
-    "kernel": "PASS", "runtime mode": "PASS", "nodes": "PASS",
+    "kernel": "PASS", "runtime mode": "PASS", "nodes": "PASS", "container": "not recorded",
 }
 _RELAX_1_0 = dict(_SAME_MACHINE, **{
     "gpu count": "PASS", "gpu memory (GB)": "not recorded", "hostname": "INFO", "seeds": "not recorded",
@@ -148,7 +148,7 @@ def test_nothing_to_compare_is_not_a_pass(tmp_path):
     res = run_cli("check", str(m), cwd=tmp_path)
     assert res.returncode == 1
     assert res.stdout.splitlines()[-1] == (
-        "nothing to compare: the manifest records none of the items check judges (11 not recorded)")
+        "nothing to compare: the manifest records none of the items check judges (12 not recorded)")
     res = run_cli("check", str(m), "--json", cwd=tmp_path)
     report = json.loads(res.stdout)
     assert (res.returncode, report["verdict"], report["exit_code"]) == (1, "NOTHING", 1)

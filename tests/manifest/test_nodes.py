@@ -488,3 +488,13 @@ def test_check_judges_against_the_recorded_node_of_this_gpu_model(frags):
     plain = dict(rec, runtime={})
     gpu_plain = [i for i in rules.compare_documents(plain, here) if i.item in {g.item for g in gpu}]
     assert gpu_plain and all(i.verdict == rules.FAIL for i in gpu_plain)
+
+
+def test_nodes_in_two_images_of_the_same_name_are_heterogeneous(frags):
+    nodes = cluster({"a100-80gb-x4": 3}, frags)
+    for n, digest in zip(nodes, ("a", "a", "b")):
+        n["container"] = {"runtime": "apptainer", "image": {"name": "pytorch.sif", "digest": "sha256:" + digest * 64,
+                                                           "digest_source": "sif"}, "evidence": ["test"]}
+    doc = node.merge_fragments(base_manifest(), nodes)
+    validate_manifest(doc)
+    assert _fields(doc)["container.image.digest"]["counts"] == {"sha256:" + "a" * 64: 2, "sha256:" + "b" * 64: 1}
