@@ -477,7 +477,7 @@ def _add_rerun(sub: "argparse._SubParsersAction") -> None:
                      help="the run's own --redact-pattern values, which its manifest does not keep (repeatable)")
     rer.add_argument("--container", action="store_true", help="run the replay inside the recorded image, pinned "
                      "by its digest (apptainer exec, docker/podman run, srun --container-image); refused (2) when "
-                     "that image or its runtime cannot be had here")
+                     "that image or its runtime cannot be had here (--sbatch: the job's node judges that)")
     rer.add_argument("--json", action="store_true", help="--dry-run: the script in a JSON object; --confirm: the "
                      "outcome (replay directory, manifest, status, exit code, verify's verdict) as one JSON object "
                      "after the command's own output")

@@ -101,14 +101,17 @@ def _job_name(run_id: str) -> str:
 
 def script(rec: Mapping[str, Any], manifest_path: str, *, relaxrepro: Sequence[str],
            fill: Sequence[str] = (), redact_patterns: int = 0, replay: Sequence[str] = (),
-           nodes: Optional[int] = None, container_prefix: Optional[List[str]] = None) -> str:
+           nodes: Optional[int] = None, container: Optional[List[str]] = None) -> str:
     """The batch script replaying ``rec`` (read from the absolute ``manifest_path``).
 
     ``relaxrepro``: the argv that runs relaxrepro in the job; ``fill``: the ``--set`` keys whose recorded
     values were redacted (read from the job's environment, :func:`fill_variable`); ``redact_patterns``: how
     many ``--redact-pattern`` values the run was recorded with (read alike, :func:`pattern_variable`);
-    ``replay``: more ``rerun --confirm`` options (``--full``, ``--rtol R``...); ``container_prefix``: the
-    argv that starts the replay inside the recorded container, or None to replay on the host."""
+    ``replay``: more ``rerun --confirm`` options (``--full``, ``--rtol R``...); ``container``: the wrapper
+    (:func:`relaxrepro.record.container_wrap.wrapper`) that ``rerun --confirm --container`` will put before the
+    recorded command on the node, shown for review, or None to replay on the host. Only the recorded command
+    runs in the image: relaxrepro itself (the check, the node reports, verify, merge) runs on the node, where
+    the image need not have it."""
     run_id = str(rec.get("run_id", ""))
     base = manifest_path.rsplit("/", 1)[0] if "/" in manifest_path else "."
     me = " ".join(shell_quote(a) for a in relaxrepro)
@@ -132,10 +135,13 @@ def script(rec: Mapping[str, Any], manifest_path: str, *, relaxrepro: Sequence[s
         out.append("# which hands the job your environment, or set them here): %s" % FILL)
         out.extend("#   %s" % name for name in need)
     image = scalar(get(rec, "container.image.name", None))
-    if image and container_prefix is None:
-        out.append("# The run was recorded in container %s; this script replays on the host (%s a wrapper"
-                   % (safe_text(image, 200), FILL))
-        out.append("# before the rerun line to replay inside it).")
+    if image and container is None:
+        out.append("# The run was recorded in container %s; this script replays on the host (rerun --sbatch"
+                   % safe_text(image, 200))
+        out.append("# --container writes one that replays inside it).")
+    elif container:
+        out.append("# The recorded command runs inside the recorded image, pinned by its digest (rerun --container):")
+        out.append("#   %s ..." % safe_text(" ".join(shell_quote(a) for a in container), 600))
     out += [
         "set -eu",
         "",
@@ -158,9 +164,10 @@ def script(rec: Mapping[str, Any], manifest_path: str, *, relaxrepro: Sequence[s
         shell_quote(k), fill_variable(k), fill_variable(k)) for k in fill]
     args += ["--redact-pattern \"${%s:?the run's --redact-pattern: export it before sbatch}\"" % pattern_variable(
         i + 1) for i in range(redact_patterns)]
-    prefix = " ".join(shell_quote(a) for a in container_prefix) + " " if container_prefix else ""
+    if container:
+        args.insert(2, "--container")
     out.append("status=0")
-    out.append("%s%s rerun %s || status=$?" % (prefix, me, " \\\n  ".join(args)))
+    out.append("%s rerun %s || status=$?" % (me, " \\\n  ".join(args)))
     out += [
         "",
         "# the node reports folded into the replay's manifest (manifest_<id>.merged.json beside it)",

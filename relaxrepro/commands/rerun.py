@@ -16,7 +16,6 @@ restored workspace of the replay's own (``--workspace``, :mod:`relaxrepro.record
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from ..analyze import sbatch, verify
@@ -31,213 +30,14 @@ from ..std import proc
 from ..std.records import Factory, Record
 from ..std.text import safe_lines, safe_text, shell_quote
 from ._common import Exit, pairs, print_json, say, verify_exit
+from ._plan import Plan, Refusal, Repo, is_tool, names_manifest, nul_bytes, plan
 from ._runs import read_with_notes, resolve_args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_ARGV_KEY = re.compile(r"^argv\[(\d+)\]$")
-_PYTHON_NAME = re.compile(r"^python(\d+(\.\d+)?)?$")
-_JOB_ENV_PREFIXES = ("SLURM_", "SLURMD_")
-
-
-class Refusal(Exception):
-    """Why a rerun cannot go ahead; the message is one line for the user."""
-
-
-class Repo(Record):
-    name: str
-    path: Optional[str]
-    commit: Optional[str]
-    patch: Dict[str, Any]
-    dirty: Any
-
-
-class Plan(Record):
-    """Everything the replay would do, decided from the manifest and ``--set`` values."""
-
-    argv: List[str] = Factory(list)
-    env: Dict[str, str] = Factory(dict)
-    skipped_env: Dict[str, str] = Factory(dict)
-    cwd: Optional[str] = None
-    interpreter: Optional[str] = None
-    interpreter_version: Optional[str] = None
-    repos: List[Repo] = Factory(list)
-    redacted: List[str] = Factory(list)
-    """Values still holding a redaction placeholder, as ``where: value`` lines."""
-    run_id: str = ""
-    home: Optional[str] = None
-    """This machine's home, for the ``<HOME>`` left in the values above (None: unset, so unresolvable)."""
-    cwd_here: bool = False
-    """The working directory was recorded as ``"."``: wherever the run was started (Relax)."""
-    wrap: List[str] = Factory(list)
-    """``--container``: the prefix that runs the command inside the recorded image."""
-
-    def local(self, value: str) -> str:
-        """A recorded value as it reads on this machine: ``<HOME>`` resolved to :attr:`home`."""
-        return fields.expand_home(value, self.home)
-
-    def for_execution(self) -> None:
-        """``<HOME>`` resolved to this home in the interpreter, working directory, arguments, env and repo
-        paths: what a replay runs, and what its own probes query, never holds the placeholder. Without a
-        home the placeholder stays, and :attr:`redacted` refuses it."""
-        if not self.home:
-            return
-        self.interpreter = self.local(self.interpreter) if self.interpreter else None
-        self.cwd = self.local(self.cwd) if self.cwd else self.cwd
-        self.argv = [self.local(a) for a in self.argv]
-        self.env = {k: self.local(v) for k, v in self.env.items()}
-        for repo in self.repos:
-            repo.path = self.local(repo.path) if repo.path else repo.path
-
-
-def _as_str_list(value: Any) -> Optional[List[str]]:
-    if not isinstance(value, list):
-        return None
-    return [v if isinstance(v, str) else str(v) for v in value]
-
-
-def plan(rec: Mapping[str, Any], values: Mapping[str, str], env: Mapping[str, str]) -> Plan:
-    """Decide the replay. ``values`` are ``--set`` pairs; raises :class:`Refusal` on a bad one."""
-    home = env.get("HOME") or None
-    p = Plan(run_id=str(rec.get("run_id", "")), home=home if home and os.path.isabs(home) else None)
-    # Relax's names too (command.working_directory, config.environment) for a document the reader left
-    # as it was; its <home> is our <HOME>, written "${HOME}" in the script and resolved by --confirm.
-    home_ = fields.canonical_home
-    argv = [home_(a) for a in _as_str_list(get(rec, "command.argv", None)) or []]
-    cwd = scalar(fields.recorded(rec, "command.cwd", None))
-    cwd = home_(cwd) if cwd else cwd
-    selected = fields.recorded(rec, "config.selected_env", None)
-    recorded_env = {str(k): home_(v if isinstance(v, str) else str(v)) for k, v in selected.items()
-                    if v is not None} if isinstance(selected, dict) else {}
-    exe = scalar(get(rec, "environment.python.executable", None))
-    exe = home_(exe) if exe else exe
-    p.interpreter_version = scalar(get(rec, "environment.python.version", None)) or scalar(
-        get(rec, "environment.python_version", None))
-
-    # --set: placeholders are substituted everywhere first, then exact slots are filled.
-    substitutions = {home_(k): v for k, v in values.items() if k in fields.PLACEHOLDERS or "***" in k}
-
-    def fill(text: str) -> str:
-        for old, new in substitutions.items():
-            text = text.replace(old, new)
-        return text
-
-    argv = [fill(a) for a in argv]
-    cwd = fill(cwd) if cwd else cwd
-    exe = fill(exe) if exe else exe
-    recorded_env = {k: fill(v) for k, v in recorded_env.items()}
-    for key, value in values.items():
-        if home_(key) in substitutions:
-            continue
-        m = _ARGV_KEY.match(key)
-        if m:
-            index = int(m.group(1))
-            if index >= len(argv):
-                raise Refusal("--set %s: the recorded command has %d arguments" % (key, len(argv)))
-            argv[index] = value
-        elif key == "cwd":
-            cwd = value
-        elif _ENV_NAME.match(key):
-            recorded_env[key] = value
-        else:
-            raise Refusal("--set %s: KEY is an env var name, argv[N], cwd, or a placeholder such as <HOME>"
-                          % safe_text(key))
-
-    def redacted(value: str) -> bool:
-        # <HOME> is this machine's home when it has one: the script writes "${HOME}", confirm resolves it
-        return any(part != "<HOME>" or not p.home for part in fields.redacted_parts(value))
-
-    p.interpreter = exe
-    p.argv = with_interpreter(argv, exe, lambda q: _is_tool(p.local(q)))
-    # "." is "wherever it ran" (Relax writes nothing else): the replay runs where it is started.
-    p.cwd, p.cwd_here = (None, True) if cwd == "." else (cwd, False)
-    for name in sorted(recorded_env):
-        value = recorded_env[name]
-        if not _ENV_NAME.match(name):
-            p.skipped_env[name] = "not a shell variable name"
-        elif name.startswith(_JOB_ENV_PREFIXES):
-            # the old job's id, nodes and steps: exported into a replay (in a new job, or none) they would
-            # point srun at a finished job and record the old job as the replay's
-            p.skipped_env[name] = "set by SLURM for each job"
-        elif redacted(value):
-            p.skipped_env[name] = "redacted"
-            p.redacted.append("env %s: %s" % (name, value))
-        else:
-            p.env[name] = value
-    for i, a in enumerate(p.argv):
-        if redacted(a):
-            p.redacted.append("argv[%d]: %s" % (i, a))
-    if cwd and redacted(cwd):
-        p.redacted.append("cwd: %s" % cwd)
-
-    code = section(rec, "code")
-    for name, r in sorted(code.items(), key=lambda kv: str(kv[0])):
-        r = r if isinstance(r, dict) else {}
-        patch = r.get("patch") if isinstance(r.get("patch"), dict) else {}
-        path = r.get("path") if isinstance(r.get("path"), str) and r.get("path") else None
-        if path is None and cwd == "." and len(code) == 1:
-            # Relax records its one checkout without a path, run from "." (where the replay runs too)
-            path = "."
-        p.repos.append(Repo(str(name), home_(path) if path else path, scalar(r.get("commit")), patch,
-                            r.get("dirty")))
-    return p
-
-
-def _is_tool(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def with_interpreter(argv: List[str], exe: Optional[str], is_tool: Callable[[str], bool] = _is_tool) -> List[str]:
-    """The recorded command run by the recorded interpreter, not whatever ``python`` is on PATH.
-
-    ``python``/``python3.11``/``/usr/bin/python3`` become the recorded interpreter; a bare
-    ``train.py`` gets it in front; a bare launcher (``torchrun``, ``deepspeed``) is taken from the
-    interpreter's own bin directory when it is there (a venv's torchrun, not the system one).
-    """
-    if not argv or not exe:
-        return list(argv)
-    first = os.path.basename(argv[0])
-    if _PYTHON_NAME.match(first):
-        return [exe] + argv[1:]
-    if argv[0].endswith(".py"):
-        return [exe] + argv
-    if "/" not in argv[0]:
-        beside = os.path.join(os.path.dirname(exe), argv[0])
-        if is_tool(beside):
-            return [beside] + argv[1:]
-    return list(argv)
-
-
-def names_manifest(p: Plan, manifest_path: str) -> Optional[str]:
-    """The first argument or env value naming the manifest (or its sidecars), which a rerun must not touch."""
-    targets = {os.path.realpath(manifest_path)}
-    directory = os.path.dirname(os.path.abspath(manifest_path))
-    for repo in p.repos:
-        sidecar = scalar(repo.patch.get("sidecar"))
-        if sidecar and "/" not in sidecar:
-            targets.add(os.path.realpath(os.path.join(directory, sidecar)))
-    cwd = p.local(p.cwd) if p.cwd else None
-    base = cwd if cwd and os.path.isdir(cwd) else os.getcwd()
-    candidates = [("argv[%d]" % i, p.local(a)) for i, a in enumerate(p.argv)] + [
-        ("env " + k, p.local(v)) for k, v in p.env.items()]
-    for where, value in candidates:
-        for part in {value, value.partition("=")[2]}:
-            if part and os.path.realpath(os.path.join(base, part)) in targets:
-                return "%s (%s)" % (where, part)
-    return None
-
-
-def nul_bytes(p: Plan) -> List[str]:
-    """Where the plan holds a NUL byte (``argv[1]``, ``env NAME``, ``cwd``): no command line, environment or
-    path can carry one (``exec`` refuses it; bash cuts a ``$'...\\x00'`` word short), so such a run is not
-    replayed as recorded."""
-    where = ["argv[%d]" % i for i, a in enumerate(p.argv) if "\0" in a]
-    where += ["env %s" % name for name, value in sorted(p.env.items()) if "\0" in value]
-    return where + (["cwd"] if p.cwd and "\0" in p.cwd else [])
 
 
 # -- the dry-run script ------------------------------------------------------------------------
@@ -387,9 +187,11 @@ def _closest(p: Plan, env: Mapping[str, str]) -> Optional[str]:
 # -- the command -------------------------------------------------------------------------------
 
 def container_prefix(rec: Mapping[str, Any], p: Plan, env: Mapping[str, str], workspace_dir: str, *,
-                     binds: Tuple[str, ...] = (), env_names: Tuple[str, ...] = (), command: List[str]) -> List[str]:
+                     binds: Tuple[str, ...] = (), env_names: Tuple[str, ...] = (), command: List[str],
+                     here: bool = True) -> List[str]:
     """``--container``: the wrapper of :mod:`relaxrepro.record.container_wrap` for the recorded image, its
-    SIF path as it reads here; refused when the record does not pin it or this machine cannot have it."""
+    SIF path as it reads here; refused when the record does not pin it or (``here``) this machine cannot have
+    it. ``here=False``: a batch job's node runs it, and judges that when it does."""
     c = get(rec, "container", None)
     if not isinstance(c, dict) or not c:
         raise Refusal("--container: the manifest records no container; replay without --container")
@@ -402,7 +204,7 @@ def container_prefix(rec: Mapping[str, Any], p: Plan, env: Mapping[str, str], wo
                                       command=command)
     except container_wrap.WrapError as exc:
         raise Refusal("--container: %s" % exc) from None
-    why = container_wrap.unavailable(c, argv, env, command)
+    why = container_wrap.unavailable(c, argv, env, command) if here else None
     if why:
         raise Refusal("--container: %s" % why)
     return argv
@@ -438,7 +240,7 @@ def confirm(rec: Mapping[str, Any], manifest_path: str, p: Plan, *, repos: Mappi
                       "(KEY: an env var, argv[N], cwd, or a placeholder such as <HOME>):\n"
                       + "\n".join("  " + safe_text(r, 200) for r in p.redacted))
     argv, cwd = [p.local(a) for a in p.argv], p.local(p.cwd) if p.cwd else None
-    if p.interpreter and p.argv[0] == p.interpreter and not _is_tool(argv[0]) and not in_container:
+    if p.interpreter and p.argv[0] == p.interpreter and not is_tool(argv[0]) and not in_container:
         closest = _closest(p, env)
         raise Refusal("the recorded interpreter %s is gone%s" % (
             safe_text(argv[0]), "; closest match here: %s" % safe_text(closest) if closest
@@ -494,7 +296,7 @@ def _relaxrepro() -> List[str]:
 
 
 def run_sbatch(path: str, *, nodes: Optional[int], submit: bool, replay_options: List[str], as_json: bool = False,
-               env: Optional[Mapping[str, str]] = None) -> int:
+               env: Optional[Mapping[str, str]] = None, container: bool = False) -> int:
     """``--sbatch``: print the SLURM batch script replaying the run (:mod:`relaxrepro.analyze.sbatch`);
     ``submit``: hand it to ``sbatch`` and print the job id. 2 when refused, 1 when sbatch rejected it."""
     env = dict(os.environ if env is None else env)
@@ -518,6 +320,12 @@ def run_sbatch(path: str, *, nodes: Optional[int], submit: bool, replay_options:
             replay.place(rec, p, path, os.path.dirname(os.path.abspath(path)) + ".replay-job")
         except ValueError as exc:
             why = str(exc)
+    wrap = None
+    if not why and container:
+        try:  # the record must pin the image; whether the node can run it, the job's rerun --container says
+            wrap = container_prefix(rec, p, env, p.cwd or os.getcwd(), command=p.argv, here=False)
+        except Refusal as exc:
+            why = str(exc)
     fill = sbatch.fill_keys(p.redacted)
     missing = sbatch.needs(fill, patterns, env) if submit else []
     sbatch_exe = which_on_path("sbatch", env.get("PATH", "")) if submit else None
@@ -531,7 +339,7 @@ def run_sbatch(path: str, *, nodes: Optional[int], submit: bool, replay_options:
         say("relaxrepro rerun: refused: %s", why)
         return Exit.REFUSED
     text = sbatch.script(rec, os.path.abspath(path), relaxrepro=_relaxrepro(), fill=fill, redact_patterns=patterns,
-                         replay=replay_options, nodes=nodes, container_prefix=None)
+                         replay=replay_options, nodes=nodes, container=wrap)
     job_id = None
     if submit:
         result = proc.run([sbatch_exe or "sbatch", "--parsable"], timeout=60, env=env,
@@ -707,7 +515,7 @@ def run(args: argparse.Namespace) -> int:
         options = (["--quick", str(args.quick)] if args.quick else ["--full"] if args.full else []) + (
             ["--rtol", repr(args.rtol)] if args.rtol else []) + (["--atol", repr(args.atol)] if args.atol else [])
         return run_sbatch(args.manifest, nodes=args.nodes, submit=args.submit, replay_options=options,
-                          as_json=args.json)
+                          as_json=args.json, container=args.container)
     if args.dry_run:
         if args.quick or args.full:
             say("relaxrepro rerun: error: --quick and --full replay with --confirm, not --dry-run")

@@ -14,17 +14,20 @@ REC = {"run_id": "r1", "command": {"argv": ["python", "train.py"]},
 def test_a_recorded_container_without_a_wrapper_is_said_and_marked():
     text = sbatch.script(REC, "/srv/runs/a/manifest_r1.json", relaxrepro=["python3", "-m", "relaxrepro"])
     assert ("# The run was recorded in container nvcr.io/nvidia/pytorch:24.05-py3; this script replays on the host "
-            "(fill in a wrapper\n") in text
-    assert "\npython3 -m relaxrepro rerun " in text
+            "(rerun --sbatch\n# --container writes one that replays inside it).\n") in text
+    assert "\npython3 -m relaxrepro rerun \"${manifest}\" \\\n  --confirm \\\n  --output-dir" in text
 
 
-def test_the_container_prefix_wraps_the_replay_and_only_it():
-    prefix = ["srun", "--container-image=nvcr.io/nvidia/pytorch:24.05-py3", "--container-mounts=/srv:/srv"]
+def test_with_the_container_the_node_replays_the_command_inside_it_and_relaxrepro_outside():
+    wrap = ["srun", "--container-image=nvcr.io#nvidia/pytorch@sha256:" + "a" * 64, "--container-mounts=/srv:/srv"]
     text = sbatch.script(REC, "/srv/runs/a/manifest_r1.json", relaxrepro=["python3", "-m", "relaxrepro"],
-                         container_prefix=prefix)
+                         container=wrap)
     assert "recorded in container" not in text
-    assert ("\nsrun --container-image=nvcr.io/nvidia/pytorch:24.05-py3 --container-mounts=/srv:/srv python3 -m "
-            "relaxrepro rerun ") in text
+    assert ("# The recorded command runs inside the recorded image, pinned by its digest (rerun --container):\n"
+            "#   srun '--container-image=nvcr.io#nvidia/pytorch@sha256:%s' --container-mounts=/srv:/srv ...\n"
+            % ("a" * 64)) in text
+    # relaxrepro runs on the node (the image need not have it); its rerun puts the wrapper before the command
+    assert "\npython3 -m relaxrepro rerun \"${manifest}\" \\\n  --confirm \\\n  --container \\\n" in text
     assert subprocess.run(["sh", "-n"], input=text, text=True).returncode == 0
 
 

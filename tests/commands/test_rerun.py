@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from relaxrepro.commands import rerun
+from relaxrepro.commands import _plan
 from tests.helpers.common import clean_env, git, make_repo, run_cli
 from tests.helpers.read import SHA_B, head, write_json
 
@@ -326,7 +326,7 @@ def test_dry_run_or_confirm_is_required(tmp_path):
     ([], "/v/bin/python", []),
 ])
 def test_with_interpreter(argv, exe, expected):
-    assert rerun.with_interpreter(argv, exe, is_tool=lambda p: p == "/v/bin/torchrun") == expected
+    assert _plan.with_interpreter(argv, exe, is_tool=lambda p: p == "/v/bin/torchrun") == expected
 
 
 def test_sigterm_to_rerun_reaches_the_command_and_its_status_comes_back(tmp_path):

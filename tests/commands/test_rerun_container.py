@@ -211,3 +211,39 @@ def test_confirm_runs_the_command_inside_docker_with_its_env_passed_on(tmp_path,
                                      "-e", "RELAXREPRO_OUTPUT_DIR", "-e", "RELAXREPRO_MAX_STEPS",
                                      "-e", "NCCL_TEST_VALUE"]
     assert log[image + 1:] == [sys.executable, "-c", ECHO]
+
+
+SLURM = {"type": "slurm", "job_id": "41", "node_count": 1, "ntasks_per_node": 1}
+
+
+def test_sbatch_with_container_replays_the_command_in_the_image_on_the_node(tmp_path, fakes):
+    m, doc = _manifest(tmp_path, ["python", "-c", "print(1)"], env={}, scheduler=SLURM,
+                       container={"runtime": "enroot", "image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                                                 "digest": D, "digest_source": "enroot"}})
+    empty = fakes / "empty"
+    empty.mkdir()  # no srun where the script is written: the node that runs it decides
+    res = run_cli("rerun", str(m), "--sbatch", "--container", env=_env(fakes, bindir=empty))
+    assert res.returncode == 0, res.stderr
+    w = doc["command"]["cwd"]
+    assert ("# The recorded command runs inside the recorded image, pinned by its digest (rerun --container):\n"
+            "#   srun '--container-image=nvcr.io#nvidia/pytorch:24.05-py3@%s' --container-mounts=%s:%s "
+            "--container-workdir=%s ...\n" % (D, w, w, w)) in res.stdout
+    assert '\n  --confirm \\\n  --container \\\n  --output-dir "${replay}"' in res.stdout
+
+
+def test_sbatch_without_container_says_how_to_replay_inside_it(tmp_path, fakes):
+    m, _ = _manifest(tmp_path, ["python", "-c", "print(1)"], env={}, scheduler=SLURM,
+                     container={"runtime": "enroot", "image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                                               "digest": D}})
+    res = run_cli("rerun", str(m), "--sbatch", env=_env(fakes))
+    assert res.returncode == 0, res.stderr
+    assert "this script replays on the host (rerun --sbatch\n# --container writes one" in res.stdout
+    assert "--container \\" not in res.stdout
+
+
+def test_sbatch_with_container_refuses_an_image_without_digest(tmp_path, fakes):
+    m, _ = _manifest(tmp_path, ["python", "-c", "print(1)"], env={}, scheduler=SLURM,
+                     container={"runtime": "enroot", "image": {"name": "nvcr.io/nvidia/pytorch:24.05-py3"}})
+    res = run_cli("rerun", str(m), "--sbatch", "--container", env=_env(fakes))
+    assert _refused(res).startswith("relaxrepro rerun: refused: --container: the run's image "
+                                    "nvcr.io/nvidia/pytorch:24.05-py3 has no recorded digest")
