@@ -11,11 +11,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from relaxrepro.analyze.environment import MARK
-from tests.helpers.common import ROOT, git, make_repo, run_cli
+from tests.helpers.common import ROOT, clean_env, git, make_repo, run_cli
 from tests.helpers.envfiles import conda_pins, dockerfile_pins, requirement_pins
 from tests.helpers.read import base_manifest, write_json
 
@@ -52,19 +53,28 @@ def _git_package(tmp_path: Path) -> str:
     return "git+file://%s@%s" % (repo, commit)
 
 
+def _cli(*args: str, **kwargs: Any) -> subprocess.CompletedProcess:
+    """relaxrepro as the tests' venv installed it, without PYTHONPATH: an interpreter judged with ``--python``
+    inherits PYTHONPATH, and a checkout holding ``relaxrepro.egg-info`` (what ``pip install -e .`` leaves) would
+    add relaxrepro to its packages."""
+    env = clean_env()
+    del env["PYTHONPATH"]
+    return run_cli(*args, env=env, **kwargs)
+
+
 @needs_wheelhouse
 def test_requirements_of_a_recorded_venv_install_into_a_fresh_one_that_checks_pass(tmp_path):
     old = _venv(tmp_path / "old")
     url = _git_package(tmp_path)
     _pip(old, "-r", str(WHEELS), "gitpkg @ " + url)
     m = tmp_path / "m.json"
-    res = run_cli("generate", "-q", "--python", str(old), "--output", str(m), cwd=tmp_path)
+    res = _cli("generate", "-q", "--python", str(old), "--output", str(m), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     recorded = json.loads(m.read_text())["environment"]["packages"]
     assert len(recorded) == 24 and recorded["gitpkg"] == "0.3.1"
 
     req = tmp_path / "requirements.txt"
-    res = run_cli("env", str(m), "--format", "requirements", "-o", str(req))
+    res = _cli("env", str(m), "--format", "requirements", "-o", str(req))
     assert (res.returncode, res.stdout, res.stderr) == (0, "%s\n" % req, "")
     pins = requirement_pins(req.read_text())
     assert len(pins) == 24 and "gitpkg @ " + url in pins and "six==1.16.0" in pins
@@ -72,13 +82,13 @@ def test_requirements_of_a_recorded_venv_install_into_a_fresh_one_that_checks_pa
     new = _venv(tmp_path / "new")
     _pip(new, "-r", str(req))
 
-    res = run_cli("check", str(m), "--python", str(new), "--json")
+    res = _cli("check", str(m), "--python", str(new), "--json")
     items = json.loads(res.stdout)["items"]
     rows = [i for i in items if i["item"].startswith(("package", "other packages"))]
     assert rows and all(i["verdict"] == "PASS" for i in rows), rows
     assert {i["item"]: i["verdict"] for i in items}["python"] == "PASS"
 
-    res = run_cli("env", str(m), "--check", "--python", str(new))
+    res = _cli("env", str(m), "--check", "--python", str(new))
     assert res.returncode == 0, res.stdout + res.stderr
     lines = res.stdout.splitlines()
     packages = [line for line in lines if line.startswith("package ")]
@@ -86,12 +96,12 @@ def test_requirements_of_a_recorded_venv_install_into_a_fresh_one_that_checks_pa
     assert lines[-1] == "PASS (compatible): 0 FAIL, 0 WARN, 25 PASS, 1 INFO, 0 not recorded"
 
     # the same pins in the other two formats, read back as YAML and as Dockerfile instructions
-    _, conda = conda_pins(run_cli("env", str(m), "--format", "conda").stdout)
-    _, docker = dockerfile_pins(run_cli("env", str(m), "--format", "dockerfile").stdout)
+    _, conda = conda_pins(_cli("env", str(m), "--format", "conda").stdout)
+    _, docker = dockerfile_pins(_cli("env", str(m), "--format", "dockerfile").stdout)
     assert conda == docker == pins
 
     # and not vacuous: against the interpreter running these tests it fails, naming what differs
-    res = run_cli("env", str(m), "--check", "--python", sys.executable, "--json")
+    res = _cli("env", str(m), "--check", "--python", sys.executable, "--json")
     assert res.returncode == 1
     verdicts = {i["item"]: (i["here"], i["verdict"]) for i in json.loads(res.stdout)["items"]}
     assert verdicts["package gitpkg"] == ("not installed", "FAIL")
@@ -103,12 +113,12 @@ def test_a_local_wheel_is_a_comment_and_an_empty_interpreter_misses_every_packag
     wheel = WHEELHOUSE / "tabulate-0.9.0-py3-none-any.whl"
     _pip(old, str(wheel), "six==1.16.0")
     m = tmp_path / "m.json"
-    assert run_cli("generate", "-q", "--python", str(old), "--output", str(m), cwd=tmp_path).returncode == 0
-    res = run_cli("env", str(m))
+    assert _cli("generate", "-q", "--python", str(old), "--output", str(m), cwd=tmp_path).returncode == 0
+    res = _cli("env", str(m))
     assert res.returncode == 0 and requirement_pins(res.stdout) == ["six==1.16.0"]
     assert ("# not pinned: tabulate 0.9.0: installed from %s, a file on the recording machine: no index gives it "
             "back" % wheel.as_uri()) in res.stdout.splitlines()
-    res = run_cli("env", str(m), "--check", "--python", str(_venv(tmp_path / "empty")))
+    res = _cli("env", str(m), "--check", "--python", str(_venv(tmp_path / "empty")))
     assert res.returncode == 1
     rows = {line.split()[1]: line.split()[2:] for line in res.stdout.splitlines() if line.startswith("package ")}
     assert rows["six"] == ["1.16.0", "not", "installed", "FAIL"] and rows["tabulate"][:4] == [
