@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
     from .treesig import Walked
 
-VERSION = 2
+VERSION = 3
+"""The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000
@@ -50,6 +51,10 @@ _SCHEMA = (
     "CREATE INDEX files_parent ON files (parent)",
     "CREATE INDEX files_grp ON files (grp)",
     "CREATE INDEX files_pkg ON files (pkgkey)",
+    # A clause is a range of (key, value) and gives paths without reading the table (query.terms).
+    "CREATE TABLE terms (path TEXT, key TEXT, value)",
+    "CREATE INDEX terms_kv ON terms (key, value, path)",
+    "CREATE INDEX terms_path ON terms (path)",
     "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
     "CREATE TABLE pkgsets (pkgkey TEXT PRIMARY KEY, packages TEXT)",
     "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
@@ -57,7 +62,7 @@ _SCHEMA = (
     "CREATE TABLE outputs (key TEXT PRIMARY KEY, tree BLOB, meta TEXT, body BLOB)",
     "PRAGMA user_version = %d" % VERSION,
 )
-_TABLES = {"files", "docs", "dirs", "pkgsets", "state", "outputs"}
+_TABLES = {"files", "docs", "terms", "dirs", "pkgsets", "state", "outputs"}
 
 
 class Bypass(Exception):
@@ -299,12 +304,16 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
         if (got[0] if got else None) != d.old_sig:
             clean = False
             continue
-        for table in ("files", "docs"):
+        for table in ("files", "docs", "terms"):
             conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in d.gone])
+        if d.old_sig is not None:  # files read again: their terms are replaced, not added to (a cold build has none)
+            conn.executemany("DELETE FROM terms WHERE path = ?", [(rel,) for rel, _ in d.rows])
         conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [(rel,) + _files_values(row) for rel, row in d.rows])
         conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
                          [(rel,) + _docs_values(row) for rel, row in d.rows])
+        conn.executemany("INSERT INTO terms VALUES (?, ?, ?)",
+                         [(rel, k, v) for rel, row in d.rows for k, v in row.terms or ()])
         if d.new_sig is None:
             conn.execute("DELETE FROM dirs WHERE dir = ?", (d.dir,))
         else:

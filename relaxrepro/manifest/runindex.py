@@ -185,6 +185,15 @@ class Source(Record):
             out.extend(part.lookup(attr, value, want))
         return out
 
+    def named(self, name: str, want: Sequence[str] = ()) -> List[Row]:
+        """The rows whose run id or path is ``name``, in walk order (by index from a database)."""
+        out: List[Row] = []
+        for part in self.parts:
+            rel = name[len(part.prefix):] if name.startswith(part.prefix) else None
+            out.extend(part.find("run_id IS ? OR path IS ?", (name, rel),
+                                 lambda r: r.run_id == name or r.path == name, want))
+        return out
+
     def count(self) -> int:
         return sum(p.count() for p in self.parts)
 

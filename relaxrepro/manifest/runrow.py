@@ -12,8 +12,10 @@ import json
 
 from ..std.sha import sha256_hex
 from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
+from .flat import ARG_DEPTH, flatten
 from .model import READ_LIMIT_BYTES
 from .numbers import read_int
+from .query import terms
 from .reader import ManifestError, ReadError, parse_json, read_bytes
 from .scan import Entry, read_fields
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
@@ -41,7 +43,7 @@ class Row:
     (100,000 of them), and this ``__init__`` costs a tenth of a record's (0.8 us against 8.5 us).
     """
 
-    __slots__ = STORED + ("cacheable", "_doc", "_facts")
+    __slots__ = STORED + ("cacheable", "terms", "_doc", "_facts")
 
     def __init__(self, path: str, run_id: Optional[str], generated_at: str, group: Optional[str],
                  parent: Optional[str], error: Optional[str], cells: str, doc_json: Optional[str],
@@ -49,6 +51,7 @@ class Row:
         self.path, self.run_id, self.generated_at, self.group, self.parent = path, run_id, generated_at, group, parent
         self.error, self.cells, self.doc_json, self.facts_json, self.pkgkey = error, cells, doc_json, facts_json, pkgkey
         self.cacheable = cacheable
+        self.terms = None  # (key, value) pairs the index looks the facts up by (query.terms), when read
         self._doc = self._facts = None  # the JSON texts parsed, on first use
 
     @property
@@ -121,6 +124,7 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
     if facts and raw is not None:
         found, pkgs = gather_facts(raw, doc)
         row.facts_json, row.pkgkey = _text(found), package_key(pkgs)
+        row.terms = list(terms(found))
     return row, pkgs
 
 
@@ -174,7 +178,7 @@ def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Op
         "world_size": get(doc, "training.world_size", None),
         "config": scalar(get(doc, "config.hash", None)),
         "packages": scalar(get(doc, "environment.packages_digest", None)),
-        "data": _data_digests(doc), "metric": _metrics(doc),
+        "data": _data_digests(doc), "metric": _metrics(doc), "arg": _args(doc),
     }
     f["same"] = _same_key(code, f["config"], package_key(pkgs))
     return f, pkgs
@@ -190,6 +194,12 @@ def _data_digests(doc: Dict[str, Any]) -> List[str]:
                 if isinstance(digest, str) and digest not in found:
                     found.append(digest)
     return found
+
+
+def _args(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``config.resolved_args`` flat, named as ``compare`` names them (``arg.optim.lr`` is ``optim.lr`` here)."""
+    node = get(doc, "config.resolved_args", None)
+    return flatten(node, max_depth=ARG_DEPTH) if isinstance(node, dict) else {}
 
 
 def _metrics(doc: Dict[str, Any]) -> Dict[str, float]:
