@@ -108,8 +108,9 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
         raw: Optional[bytes] = read_bytes(path, READ_LIMIT_BYTES)
     except ReadError:
         raw = None
+    whole = _parse_whole(raw) if facts and raw is not None else None
     try:
-        doc = read_fields(path, LS_FIELDS, raw=raw)
+        doc = read_fields(path, LS_FIELDS, raw=raw, parsed=whole)
     except ManifestError as exc:
         try:  # lineage and compare read these alone: a run they can find with an error for ls
             link = read_fields(path, LINK_FIELDS, raw=raw) if raw is not None else None
@@ -122,10 +123,19 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
     row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
     pkgs = None
     if facts and raw is not None:
-        found, pkgs = gather_facts(raw, doc)
-        row.facts_json, row.pkgkey = _text(found), package_key(pkgs)
+        found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
+        row.facts_json = _text(found)
         row.terms = list(terms(found))
     return row, pkgs
+
+
+def _parse_whole(raw: bytes) -> Any:
+    """``raw`` parsed by the reader's rules, once for the listing's sections and the facts; None when it does
+    not parse (the listing's reader then says why, or reads what it can)."""
+    try:
+        return parse_json(raw.decode("utf-8"))
+    except (ManifestError, UnicodeDecodeError):
+        return None
 
 
 LINK_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
@@ -151,15 +161,9 @@ def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
     return sha256_hex(json.dumps(pkgs, sort_keys=True, separators=(",", ":")).encode())[:32]
 
 
-def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str, str]]]:
-    """What a query asks of one manifest, from its whole text: (facts, packages). A document that does not
-    parse whole (the listing read its ends only) has the listing's facts alone."""
-    try:
-        doc = parse_json(raw.decode("utf-8"))
-    except (ManifestError, UnicodeDecodeError):
-        doc = None
-    if not isinstance(doc, dict):
-        doc = listed
+def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str, str]], Optional[str]]:
+    """What a query asks of one manifest, from the whole document (or, when it does not parse whole, the
+    sections the listing read): (facts, packages, their :func:`package_key`)."""
     lin = lineage_of(doc)
     code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
     commits = {n: r.get("commit") for n, r in code.items() if isinstance(r, dict) and isinstance(r.get("commit"), str)}
@@ -180,8 +184,9 @@ def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Op
         "packages": scalar(get(doc, "environment.packages_digest", None)),
         "data": _data_digests(doc), "metric": _metrics(doc), "arg": _args(doc),
     }
-    f["same"] = _same_key(code, f["config"], package_key(pkgs))
-    return f, pkgs
+    key = package_key(pkgs)
+    f["same"] = _same_key(code, f["config"], key)
+    return f, pkgs, key
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:

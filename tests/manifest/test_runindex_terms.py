@@ -198,3 +198,22 @@ def test_terms_follow_a_file_that_changes(tmp_path):
     got = sqlite3.connect(db).execute("SELECT value FROM terms WHERE key = 'arg.lr' AND path = "
                                       "'g0/manifest_run00.json'").fetchall()
     assert got == [(0.5,)]
+
+
+def test_a_file_read_once_for_the_listing_and_the_facts_lists_as_the_partial_reader_reads_it(tmp_path):
+    # The index parses each file once and takes the listing's sections from that parse where the partial
+    # reader would read the same: a repeated top-level key, a string that spells NaN, a large file are read
+    # as a plain `ls --no-index` reads them.
+    runs = tmp_path / "runs"
+    doc = make_doc("twice", generated_at="2026-01-01T00:00:00Z", lineage={"note": "NaN and Infinity"},
+                   results={"metrics": {"auc": "NaN"}})
+    text = put(runs, doc).read_text()
+    _age_text(runs / "manifest_twice.json", text.replace('\n "run_id": "twice",', '\n "run_id": "first",\n "run_id": '
+                                                         '"twice",'))
+    big = make_doc("big", generated_at="2026-01-02T00:00:00Z",
+                   config={"blob": "x" * 100000, "resolved_args": {"lr": 1}})
+    _age(put(runs, big))
+    plain = [run_cli("ls", "runs", *extra, env=_env(tmp_path), cwd=tmp_path) for extra in ((), ("--no-index",))]
+    assert plain[0].stdout == plain[1].stdout and "twice" in plain[0].stdout
+    _both(tmp_path, "ls", "runs", "--where", "arg.lr=1")
+    _both(tmp_path, "ls", "runs", "--where", "metric.auc")
