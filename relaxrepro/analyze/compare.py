@@ -20,7 +20,7 @@ from .verify import DIVERGED, REPRODUCED, verify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Sequence
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 _NOT_FULLY_RECORDED = " patch:not fully recorded"
@@ -67,28 +67,35 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
     finally:
         src.close()
     members.sort(key=lambda e: (e.generated_at, e.run_id or ""))
+    # A file that cannot be read may be of the group: say so rather than compare without it in silence.
+    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
+    loaded: List[Tuple[str, Dict[str, Any]]] = []
+    for e in members:
+        try:
+            loaded.append((e.path, load_manifest(e.path)))
+        except ManifestError as exc:
+            unreadable.append("%s: %s" % (e.path, exc))
+    return compare_docs(group, loaded, unreadable)
+
+
+def compare_docs(group: str, loaded: Sequence[Tuple[str, Dict[str, Any]]], unreadable: List[str]) -> Dict[str, Any]:
+    """:func:`compare_group`'s result for documents already read: ``loaded``, the group's (path, whole document)
+    in time order; ``unreadable``: lines about the files that could not be read."""
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
     results: List[Any] = []
-    # A file that cannot be read may be of the group: say so rather than compare without it in silence.
-    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
     seen: Dict[Any, Dict[str, Any]] = {}
     copies: List[str] = []
     docs: List[Dict[str, Any]] = []
-    for e in members:
-        try:
-            doc = load_manifest(e.path)
-        except ManifestError as exc:
-            unreadable.append("%s: %s" % (e.path, exc))
-            continue
+    for path, doc in loaded:
         # A tracker's copy (TensorBoard's log dir, MLflow's local artifact store) is the same run again:
         # counted twice it would skew the group's statistics and reproducibility.
         if seen.get(doc.get("run_id")) == doc:
-            copies.append(e.path)
+            copies.append(path)
             continue
         seen[doc.get("run_id")] = doc
         replay_of = summary.lineage_of(doc).get("replay_of")
-        runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
+        runs.append({"run_id": doc.get("run_id"), "path": path, "generated_at": doc.get("generated_at"),
                      "note": summary.lineage_of(doc).get("note"),
                      "replay_of": replay_of if isinstance(replay_of, str) else None})
         flat.append(values(doc))
