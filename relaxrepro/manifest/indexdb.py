@@ -47,10 +47,6 @@ _SCHEMA = (
     # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
     "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
     "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
-    "CREATE INDEX files_run ON files (run_id)",
-    "CREATE INDEX files_parent ON files (parent)",
-    "CREATE INDEX files_grp ON files (grp)",
-    "CREATE INDEX files_pkg ON files (pkgkey)",
     # A clause is a range of (key, value) and gives paths without reading the table (query.terms).
     "CREATE TABLE terms (path TEXT, key TEXT, value)",
     "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
@@ -61,10 +57,11 @@ _SCHEMA = (
     "PRAGMA user_version = %d" % VERSION,
 )
 _TABLES = {"files", "docs", "terms", "dirs", "pkgsets", "state", "outputs"}
-_TERM_INDEXES = {"terms_kv": "CREATE INDEX IF NOT EXISTS terms_kv ON terms (key, value, path)",
-                 "terms_path": "CREATE INDEX IF NOT EXISTS terms_path ON terms (path)"}
-"""Made after the rows by a cold build (sorting once is several times cheaper than inserting ~25 terms a run
-into two B-trees one by one), and again by :func:`connect` where a build stopped before it made them."""
+_INDEXES = {name: "CREATE INDEX IF NOT EXISTS %s ON %s" % (name, on) for name, on in (
+    ("files_run", "files (run_id)"), ("files_parent", "files (parent)"), ("files_grp", "files (grp)"),
+    ("files_pkg", "files (pkgkey)"), ("terms_kv", "terms (key, value, path)"), ("terms_path", "terms (path)"))}
+"""Made after the rows by a cold build (sorting once is several times cheaper than inserting each row's
+entries into six B-trees one by one), and again by :func:`connect` where a build stopped before it made them."""
 
 
 class Bypass(Exception):
@@ -143,7 +140,7 @@ def connect(path: str) -> sqlite3.Connection:
                 if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # nobody made it meanwhile
                     if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
                         raise Broken("not a relaxrepro run index")
-                    for statement in _SCHEMA + tuple(_TERM_INDEXES.values()):
+                    for statement in _SCHEMA + tuple(_INDEXES.values()):
                         conn.execute(statement)
                 conn.execute("COMMIT")
             except BaseException:
@@ -159,7 +156,7 @@ def connect(path: str) -> sqlite3.Connection:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if names != _TABLES or conn.execute("SELECT count(*) FROM state").fetchone()[0] != 1:
             raise Broken("not a relaxrepro run index")
-        _term_indexes(conn)
+        _indexes(conn)
     except BaseException:
         conn.close()
         raise
@@ -230,9 +227,9 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     and write it, a directory at a time."""
     plan = _plan(walked, sigs, stored)
     todo_count = sum(len(todo) for *_, todo in plan)
-    cold = not stored and todo_count > CHUNK
+    cold = not stored and todo_count > 0
     if cold:
-        _term_indexes(conn, drop=True)
+        _indexes(conn, drop=True)
     walked_dirs = {rel for rel, _, _ in walked}
     dropped = [(rel, sig) for rel, sig in stored.items() if rel not in walked_dirs]
     now = time.time_ns()
@@ -276,22 +273,22 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     extra = [fresh[p] for p in sorted(uncached)]
     state = _write(conn, pending, sets, expected, state)
     if cold:
-        _term_indexes(conn)
+        _indexes(conn)
     return Update(extra, fresh, expected, state.clean and not state.failed, state.failed)
 
 
-def _term_indexes(conn: sqlite3.Connection, drop: bool = False) -> None:
-    """Make the ``terms`` indexes that are missing (``drop``: drop them, before a cold build's rows). Quietly
+def _indexes(conn: sqlite3.Connection, drop: bool = False) -> None:
+    """Make the indexes of :data:`_INDEXES` that are missing (``drop``: drop them, before a cold build's rows). Quietly
     not when the database cannot be written now: the queries are right without them, only slower."""
-    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'terms'")}
-    todo = [n for n in _TERM_INDEXES if (n in have) == drop]
+    have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    todo = [n for n in _INDEXES if (n in have) == drop]
     if not todo:
         return
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for name in todo:
-                conn.execute("DROP INDEX IF EXISTS %s" % name if drop else _TERM_INDEXES[name])
+                conn.execute("DROP INDEX IF EXISTS %s" % name if drop else _INDEXES[name])
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)

@@ -161,6 +161,29 @@ def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
     return sha256_hex(json.dumps(pkgs, sort_keys=True, separators=(",", ":")).encode())[:32]
 
 
+def package_set(doc: Dict[str, Any]) -> Tuple[Optional[Dict[str, str]], Optional[str]]:
+    """(:func:`fields.packages` of ``doc``, its :func:`package_key`), remembered by the recorded tables' items:
+    the runs of a tree share a few hundred package sets, and a cold index would normalise and digest the same
+    hundred names in each of 100,000 manifests. The set returned is shared: read it, never change it."""
+    env = doc.get("environment")
+    tables = [env.get(k) for k in ("key_packages", "packages")] if isinstance(env, dict) else []
+    seen, got = None, None
+    # Only tables of text: 1, 1.0 and True are equal keys, and different versions ("1", "1.0", none).
+    if all(not isinstance(t, dict) or set(map(type, t.values())) <= _TEXT_ONLY for t in tables):
+        seen = tuple(tuple(t.items()) if isinstance(t, dict) else None for t in tables)
+        got = _SETS.get(seen)
+    if got is None:
+        pkgs = packages(doc)
+        got = (pkgs, package_key(pkgs))
+        if seen is not None and len(_SETS) < 2000:
+            _SETS[seen] = got
+    return got
+
+
+_SETS: Dict[Any, Tuple[Optional[Dict[str, str]], Optional[str]]] = {}
+_TEXT_ONLY = {str}
+
+
 def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str, str]], Optional[str]]:
     """What a query asks of one manifest, from the whole document (or, when it does not parse whole, the
     sections the listing read): (facts, packages, their :func:`package_key`)."""
@@ -169,7 +192,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
     commits = {n: r.get("commit") for n, r in code.items() if isinstance(r, dict) and isinstance(r.get("commit"), str)}
     count, model = gpus(doc)
     out = doc.get("outcome") if isinstance(doc.get("outcome"), dict) else {}
-    pkgs = packages(doc)
+    pkgs, key = package_set(doc)
     f: Dict[str, Any] = {
         "run": doc.get("run_id"), "group": lin.get("group"), "parent": parent_id(doc),
         "note": lin.get("note"), "time": doc.get("generated_at"), "algo": algorithm(doc),
@@ -184,7 +207,6 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
         "packages": scalar(get(doc, "environment.packages_digest", None)),
         "data": _data_digests(doc), "metric": _metrics(doc), "arg": _args(doc),
     }
-    key = package_key(pkgs)
     f["same"] = _same_key(code, f["config"], key)
     return f, pkgs, key
 

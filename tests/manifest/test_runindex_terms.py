@@ -217,3 +217,19 @@ def test_a_file_read_once_for_the_listing_and_the_facts_lists_as_the_partial_rea
     assert plain[0].stdout == plain[1].stdout and "twice" in plain[0].stdout
     _both(tmp_path, "ls", "runs", "--where", "arg.lr=1")
     _both(tmp_path, "ls", "runs", "--where", "metric.auc")
+
+
+def test_indexes_a_build_did_not_make_are_made_by_the_next_use(tmp_path):
+    # A cold build makes its indexes after its rows: one stopped in between leaves an index without them,
+    # right but slow, until the next command makes them.
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
+    conn = sqlite3.connect(db)
+    conn.execute("DROP INDEX terms_kv")
+    conn.execute("DROP INDEX files_run")
+    conn.commit()
+    conn.close()
+    assert _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=1e-3")) == ["run02", "run06"]
+    names = {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"terms_kv", "terms_path", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
