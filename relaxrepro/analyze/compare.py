@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 _NOT_FULLY_RECORDED = " patch:not fully recorded"
+_TEXT_ONLY = {str}
 
 
 def values(doc: Dict[str, Any]) -> Dict[str, Any]:
@@ -34,6 +35,9 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
     for prefix, node in (("arg", config.get("resolved_args")), ("env", config.get("selected_env")),
                          ("pkg", env.get("packages"))):
         if isinstance(node, dict):
+            if set(map(type, node.values())) <= _TEXT_ONLY:  # a package list, flat: flatten's answer, directly
+                out.update({"%s.%s" % (prefix, k): v for k, v in node.items() if k})
+                continue
             flat = flatten(node, max_depth=ARG_DEPTH)
             out.update({"%s.%s" % (prefix, k): v for k, v in flat.items()})
     code = doc.get("code")
@@ -106,7 +110,7 @@ def compare_docs(group: str, loaded: Sequence[Tuple[str, Dict[str, Any]]], unrea
     for k in keys:
         column = [f.get(k) for f in flat]
         # Patches not taken in full cannot be told apart: such a row is always shown, never "the same".
-        if any(v != column[0] for v in column[1:]) or (
+        if column.count(column[0]) != len(column) or (
                 len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
             varying[k] = column
     own = [r for r, run in zip(results, runs) if not run["replay_of"]]
