@@ -109,9 +109,11 @@ def compare_docs(group: str, loaded: Sequence[Tuple[str, Dict[str, Any]]], unrea
     varying = {}
     for k in keys:
         column = [f.get(k) for f in flat]
-        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same".
-        if column.count(column[0]) != len(column) or (
-                len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
+        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same" (the
+        # values are all equal when that is asked: the first one says it for all).
+        first = column[0]
+        if column.count(first) != len(column) or (
+                len(column) > 1 and isinstance(first, str) and first.endswith(_NOT_FULLY_RECORDED)):
             varying[k] = column
     own = [r for r, run in zip(results, runs) if not run["replay_of"]]
     return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable),
