@@ -150,8 +150,12 @@ def _row(path: str, doc: Dict[str, Any], error: Optional[str], cells: str, cache
 
 
 def _text(value: Any) -> str:
-    """JSON as the index stores it: a row read from a file goes through the same text as one read back."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """JSON as the index stores it: a row read from a file goes through the same text as one read back. Keys in
+    the order they were made (the file's): the text is only ever read back, never compared."""
+    return _ENCODE(value)
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
