@@ -96,6 +96,7 @@ CASES = [
     ("ray-list", "ray", "peer: ray list nodes"),
 ]
 CASES += __import__("verify").CASES  # issue 18: bench/verify.py
+CASES += __import__("runindex").CASES + __import__("report").CASES  # the index's queries and report, to floors
 LABEL = {cid: label for cid, _, label in CASES}
 
 
@@ -308,6 +309,7 @@ def main(argv=None) -> int:
         if "report" in need:
             add("report", [py, "-m", "relaxrepro", "report", _setup.ls_tree(1000), "-o", os.path.join(work, "r.html")],
                 env_pkg)
+            __import__("report").add_cases(add, need, py, env_pkg, _setup.ls_tree(1000))
         if "merge" in need:
             mpath, frags = _setup.merge_inputs(os.path.join(work, "merge"))
             # merge never overwrites its output: a fresh name per process (runpy costs what -m does)
@@ -333,6 +335,7 @@ def main(argv=None) -> int:
             for cid, step in (("idx-pkg-new", "query"), ("idx-floor", "floor"), ("idx-add100", "add100"),
                               ("idx-reset", "reset")):
                 add(cid, [py, os.path.join(_setup.HERE, "runindex.py"), step, tree], idx_env)
+            ri.add_cases(add, need, py, tree, idx_env)
         if "pyz-cold" in need:  # before anything has unpacked this build
             cold_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(work, "coldcache"))
             wall, rss, rc, cpu = measure([py, pyz] + gen + train, repo, cold_env)
@@ -415,6 +418,8 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     budget("report of 1,000 runs <= 2 s", med.get("report"), 2000, "ms")
 
     __import__("verify").add_budgets(results, budget, pair_ratio)
+    for name in ("runindex", "report"):
+        __import__(name).add_budgets(results, budget, pair_ratio)
 
     budget("cold index of 100,000 <= 60 s", med.get("idx-cold"), 60000, "ms")
     budget("cold index peak RSS <= 150 MB", max(results["idx-cold"]["rss"]) if "idx-cold" in results else None,

@@ -8,6 +8,7 @@ per-round steps that a case needs before it runs.
                                                  each round (always true): a query with no answer kept for it
     python bench/runindex.py floor TREE          the walk and stat every indexed command starts with, alone
     python bench/runindex.py reset TREE          remove add100's runs, then exec `relaxrepro index TREE`
+    python bench/runindex.py jsonload TREE       a bare json.load of every manifest (the cold build's floor)
 
 The tree is made from a real manifest (this machine's `relaxrepro generate` in a scratch repo): run ids,
 commits (two repos), package sets (30 of them: torch/numpy/transformers versions vary), groups, notes,
@@ -141,6 +142,15 @@ def main(argv: list) -> int:
 
         treesig.walk(argv[1], set())
         return 0
+    if what == "jsonload":
+        import json
+
+        for d, _, names in os.walk(argv[1]):
+            for name in names:
+                if name.startswith("manifest_") and name.endswith(".json"):
+                    with open(os.path.join(d, name), "rb") as fh:
+                        json.load(fh)
+        return 0
     if what == "reset":
         shutil.rmtree(os.path.join(argv[1], "user-new"), ignore_errors=True)
         os.execv(sys.executable, py + ["index", argv[1]])
@@ -158,6 +168,35 @@ def main(argv: list) -> int:
                 fh.write(writer.serialize(make_doc(base, i, 99999, j)))
         os.execv(sys.executable, py + ["ls", argv[1]])
     raise SystemExit("unknown step %r" % what)
+
+
+CASES = [
+    ("idx-json", "index", "a bare json.load of each of the 100,000 manifests (the cold build's floor)"),
+    ("idx-metric", "index", "package ls --where metric.auc>0.9 (warm index; no run matches)"),
+    ("idx-run", "index", "package ls --where run=ID (warm index)"),
+    ("idx-arg", "index", "package ls --where arg.seed=49 (warm index)"),
+]
+"""The run index's queries and cold build against their floors: bench/run.py registers these beside its
+own index cases (same tree, same warm index, same rounds)."""
+
+
+def add_cases(add, need: set, py: str, tree: str, idx_env: dict) -> None:
+    """Register :data:`CASES` with bench/run.py's ``add`` (``tree`` indexed already under ``idx_env``)."""
+    me = os.path.abspath(__file__)
+    add("idx-json", [py, me, "jsonload", tree], idx_env)
+    for cid, where in (("idx-metric", "metric.auc>0.9"), ("idx-run", "run=" + lineage_target()),
+                       ("idx-arg", "arg.seed=49")):
+        add(cid, [py, "-m", "relaxrepro", "ls", tree, "--where", where], idx_env)
+
+
+def add_budgets(results: dict, budget, pair_ratio) -> None:
+    """Each a ratio to its floor, from the same rounds."""
+    budget("cold index <= 2x a bare json.load of every manifest", pair_ratio(results, "idx-cold", "idx-json"), 2.0,
+           "x")
+    for cid, what in (("idx-ls", "warm ls"), ("idx-metric", "ls --where metric.auc>0.9"),
+                      ("idx-run", "ls --where run=ID"), ("idx-arg", "ls --where arg.seed=49"),
+                      ("idx-lineage", "lineage of a 50-deep chain")):
+        budget("%s <= 1.5x the walk-and-stat floor" % what, pair_ratio(results, cid, "idx-floor"), 1.5, "x")
 
 
 def _sample(tree_dir: str) -> dict:

@@ -194,8 +194,8 @@ def _add_ls(sub: "argparse._SubParsersAction") -> None:
     ls.add_argument("--json", action="store_true", help="one JSON array instead of the table")
     ls.add_argument("--where", action="append", default=[], metavar="EXPR",
                     help="only runs matching EXPR (repeatable, all must match): group=NAME, commit=PREFIX, "
-                    "pkg.torch==2.3.*, pkg.torch>=2.3, metric.auc>0.89, data=sha256:..., exit!=0, dirty, ... "
-                    "(see the guide)")
+                    "pkg.torch==2.3.*, pkg.torch>=2.3, metric.auc>0.89, arg.lr=3e-4, data=sha256:..., exit!=0, "
+                    "dirty, ... (see the guide)")
     ls.add_argument("--same-as", metavar="RUN", help="runs with the same code (commits, patch digests), config "
                     "hash and packages as RUN")
     ls.add_argument("--since", metavar="DATE", help="runs generated at or after DATE (YYYY-MM-DD[THH:MM], UTC)")

@@ -20,10 +20,11 @@ from .verify import DIVERGED, REPRODUCED, verify
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Sequence
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 _NOT_FULLY_RECORDED = " patch:not fully recorded"
+_TEXT_ONLY = {str}
 
 
 def values(doc: Dict[str, Any]) -> Dict[str, Any]:
@@ -34,6 +35,9 @@ def values(doc: Dict[str, Any]) -> Dict[str, Any]:
     for prefix, node in (("arg", config.get("resolved_args")), ("env", config.get("selected_env")),
                          ("pkg", env.get("packages"))):
         if isinstance(node, dict):
+            if set(map(type, node.values())) <= _TEXT_ONLY:  # a package list, flat: flatten's answer, directly
+                out.update({"%s.%s" % (prefix, k): v for k, v in node.items() if k})
+                continue
             flat = flatten(node, max_depth=ARG_DEPTH)
             out.update({"%s.%s" % (prefix, k): v for k, v in flat.items()})
     code = doc.get("code")
@@ -67,28 +71,35 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
     finally:
         src.close()
     members.sort(key=lambda e: (e.generated_at, e.run_id or ""))
+    # A file that cannot be read may be of the group: say so rather than compare without it in silence.
+    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
+    loaded: List[Tuple[str, Dict[str, Any]]] = []
+    for e in members:
+        try:
+            loaded.append((e.path, load_manifest(e.path)))
+        except ManifestError as exc:
+            unreadable.append("%s: %s" % (e.path, exc))
+    return compare_docs(group, loaded, unreadable)
+
+
+def compare_docs(group: str, loaded: Sequence[Tuple[str, Dict[str, Any]]], unreadable: List[str]) -> Dict[str, Any]:
+    """:func:`compare_group`'s result for documents already read: ``loaded``, the group's (path, whole document)
+    in time order; ``unreadable``: lines about the files that could not be read."""
     runs: List[Dict[str, Any]] = []
     flat: List[Dict[str, Any]] = []
     results: List[Any] = []
-    # A file that cannot be read may be of the group: say so rather than compare without it in silence.
-    unreadable: List[str] = ["%s: %s" % (e.path, e.error) for e in lost]
     seen: Dict[Any, Dict[str, Any]] = {}
     copies: List[str] = []
     docs: List[Dict[str, Any]] = []
-    for e in members:
-        try:
-            doc = load_manifest(e.path)
-        except ManifestError as exc:
-            unreadable.append("%s: %s" % (e.path, exc))
-            continue
+    for path, doc in loaded:
         # A tracker's copy (TensorBoard's log dir, MLflow's local artifact store) is the same run again:
         # counted twice it would skew the group's statistics and reproducibility.
         if seen.get(doc.get("run_id")) == doc:
-            copies.append(e.path)
+            copies.append(path)
             continue
         seen[doc.get("run_id")] = doc
         replay_of = summary.lineage_of(doc).get("replay_of")
-        runs.append({"run_id": doc.get("run_id"), "path": e.path, "generated_at": doc.get("generated_at"),
+        runs.append({"run_id": doc.get("run_id"), "path": path, "generated_at": doc.get("generated_at"),
                      "note": summary.lineage_of(doc).get("note"),
                      "replay_of": replay_of if isinstance(replay_of, str) else None})
         flat.append(values(doc))
@@ -98,9 +109,11 @@ def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
     varying = {}
     for k in keys:
         column = [f.get(k) for f in flat]
-        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same".
-        if any(v != column[0] for v in column[1:]) or (
-                len(column) > 1 and any(isinstance(v, str) and v.endswith(_NOT_FULLY_RECORDED) for v in column)):
+        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same" (the
+        # values are all equal when that is asked: the first one says it for all).
+        first = column[0]
+        if column.count(first) != len(column) or (
+                len(column) > 1 and isinstance(first, str) and first.endswith(_NOT_FULLY_RECORDED)):
             varying[k] = column
     own = [r for r, run in zip(results, runs) if not run["replay_of"]]
     return {"group": group, "runs": runs, "varying": varying, "compared": len(keys), "unreadable": sorted(unreadable),

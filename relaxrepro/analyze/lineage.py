@@ -18,16 +18,18 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 
 def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
-                warnings: Optional[List[str]] = None) -> Dict[str, Any]:
+                warnings: Optional[List[str]] = None, src: Any = None) -> Dict[str, Any]:
     """The runs descended from ``run`` (a run id or a manifest path), as a tree.
 
     Returns ``{"root": node | None, "cycle": [...] | None, "error": str | None, "unreadable": ["path: why",
     ...]}``; a node is ``{run_id, path, generated_at, children: [node, ...]}``, children by time. A run met
     twice is listed once, under the first parent found; when it is met below itself, ``cycle`` names the loop
     as :func:`ancestry` does (``A -> B -> A``). Walked with a stack, not recursion: a chain of any length.
-    ``warnings``: where to add what the run index says (a database bypassed or rebuilt).
+    ``warnings``: where to add what the run index says (a database bypassed or rebuilt). ``src``: the roots
+    opened already (``runindex.open_roots``, left open), so that a command that found the run there walks once.
     """
-    src = runindex.open_roots(roots, use_index=use_index)
+    own = src is None
+    src = runindex.open_roots(roots, use_index=use_index) if own else src
     try:
         if warnings is not None:
             warnings.extend(src.warnings)
@@ -61,7 +63,8 @@ def descendants(run: str, roots: Sequence[str], *, use_index: bool = True,
             stack.extend(reversed(list(zip(kids, here["children"]))))
         return {"root": root, "cycle": cycle, "error": None, "unreadable": unreadable}
     finally:
-        src.close()
+        if own:
+            src.close()
 
 
 def _node(r: Any) -> Dict[str, Any]:
@@ -87,15 +90,16 @@ def _loop(up: Dict[Any, Any], run_id: Any, back_to: Any) -> List[str]:
 
 
 def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True,
-             warnings: Optional[List[str]] = None) -> Dict[str, Any]:
+             warnings: Optional[List[str]] = None, src: Any = None) -> Dict[str, Any]:
     """The chain of ``run`` (a run id or a manifest path) back to its root, oldest first.
 
     Returns ``{"chain": [...], "steps": [...], "cycle": [...] | None, "missing": run id | None,
     "error": str | None, "unreadable": ["path: why", ...]}``. Each chain item is ``{run_id, path,
     generated_at}`` (``missing: True`` for a parent that was recorded but not found); each step says
-    how a run differs from its parent. ``warnings``: as :func:`descendants` says.
+    how a run differs from its parent. ``warnings``, ``src``: as :func:`descendants` says.
     """
-    src = runindex.open_roots(roots, use_index=use_index)
+    own = src is None
+    src = runindex.open_roots(roots, use_index=use_index) if own else src
     try:
         if warnings is not None:
             warnings.extend(src.warnings)
@@ -103,7 +107,8 @@ def ancestry(run: str, roots: Sequence[str], *, use_index: bool = True,
         return _ancestry(run, roots, unreadable,
                          lambda rid: next((r.path for r in src.lookup("run_id", rid)), None) if rid else None)
     finally:
-        src.close()
+        if own:
+            src.close()
 
 
 def _parent(doc: Dict[str, Any]) -> Any:

@@ -49,18 +49,20 @@ def run_dirs(runs: Sequence[str], env: Mapping[str, str], first: Sequence[str] =
 
 
 def find_manifest(given: str, dirs: Sequence[str], *, use_index: bool = True,
-                  warnings: Optional[List[str]] = None) -> str:
+                  warnings: Optional[List[str]] = None, src: Any = None) -> str:
     """The path ``given`` names: itself when it exists (or cannot be a run id: the reader then says why it
     cannot be read), else the manifest of the run whose id is, or uniquely starts with, ``given`` below
     ``dirs``. Raises :class:`NotFound`. ``warnings``: where to add what the run index says (a database
-    bypassed or rebuilt)."""
+    bypassed or rebuilt). ``src``: ``dirs`` opened already by the caller (``runindex.open_roots``, left open)."""
     if os.path.exists(given) or not RUN_ID_RE.match(given):
         return given
-    # Only a run id needs the index: `diff A.json B.json` never imports it (tests/test_imports.py).
-    from ..manifest import runindex  # lazy: ~12 ms (sqlite3 and the walk), only for an argument that is not a path
-
     present = [d for d in dirs if os.path.isdir(d)]
-    src = runindex.open_roots(present, use_index=use_index)
+    own = src is None
+    if own:
+        # Only a run id needs the index: `diff A.json B.json` never imports it (tests/test_imports.py).
+        from ..manifest import runindex  # lazy: ~12 ms (sqlite3 and the walk), for an argument that is not a path
+
+        src = runindex.open_roots(present, use_index=use_index)
     if warnings is not None:
         warnings.extend(src.warnings)
     try:
@@ -69,7 +71,8 @@ def find_manifest(given: str, dirs: Sequence[str], *, use_index: bool = True,
         rows = src.find("run_id >= ? AND run_id < ?", (given, given + "\U0010ffff"),
                         lambda r: isinstance(r.run_id, str) and r.run_id.startswith(given))
     finally:
-        src.close()
+        if own:
+            src.close()
     ids: Dict[str, str] = {}
     for r in rows:
         ids.setdefault(r.run_id, r.path)  # the first in walk order, as for one id
@@ -89,12 +92,15 @@ def find_manifest(given: str, dirs: Sequence[str], *, use_index: bool = True,
 
 
 def resolve_args(verb: str, args: argparse.Namespace, *names: str, first: Sequence[str] = (),
-                 env: Optional[Mapping[str, str]] = None, warnings: Optional[List[str]] = None) -> bool:
+                 env: Optional[Mapping[str, str]] = None, warnings: Optional[List[str]] = None,
+                 src: Any = None) -> bool:
     """Each argument ``names`` of ``args`` (a string, or a list of them) made the path it names
     (:func:`find_manifest` under :func:`run_dirs` of ``args.runs``); False after one ``error:`` line when one
     names nothing. The argument is left as given when it is an existing path. The run index's warnings go to
-    ``warnings`` (for a caller that says them with its own), else, and before an error, are said here."""
+    ``warnings`` (for a caller that says them with its own), else, and before an error, are said here. ``src``:
+    (directories, their ``runindex.open_roots``) a caller opened already, asked when they are the ones to look in."""
     dirs = run_dirs(getattr(args, "runs", None) or (), os.environ if env is None else env, first)
+    opened = src[1] if src is not None and list(src[0]) == dirs else None
     for name in names:
         value = getattr(args, name)
         if value is None:
@@ -105,7 +111,7 @@ def resolve_args(verb: str, args: argparse.Namespace, *names: str, first: Sequen
             why = None
             try:
                 found.append(find_manifest(given, dirs, use_index=not getattr(args, "no_index", False),
-                                           warnings=said))
+                                           warnings=said, src=opened))
             except NotFound as exc:
                 why = str(exc)
             if warnings is not None and why is None:

@@ -8,6 +8,7 @@ import os
 import sys
 
 from ..analyze.lineage import ancestry, descendants
+from ..manifest import runindex
 from ..manifest.summary import time_cell
 from ..std.table import rel_path
 from ..std.text import safe_format
@@ -83,10 +84,15 @@ def run(args: argparse.Namespace) -> int:
     if os.path.lexists(args.run) and not os.path.isdir(args.run) and read_or_report("lineage", args.run) is None:
         return Exit.USAGE  # a manifest file named, and it cannot be read: one line, as check says it
     warnings: List[str] = []
-    if not resolve_args("lineage", args, "run", first=args.dirs, warnings=warnings):
-        return Exit.USAGE
-    find = descendants if args.down else ancestry
-    result = find(args.run, dirs, use_index=not args.no_index, warnings=warnings)
+    # The directories walked once: the run's id looked up and its lineage followed in the same snapshot.
+    src = runindex.open_roots(dirs, use_index=not args.no_index)
+    try:
+        if not resolve_args("lineage", args, "run", first=args.dirs, warnings=warnings, src=(dirs, src)):
+            return Exit.USAGE
+        find = descendants if args.down else ancestry
+        result = find(args.run, dirs, use_index=not args.no_index, warnings=warnings, src=src)
+    finally:
+        src.close()
     for w in dict.fromkeys(warnings):  # each once: the run's lookup and the walk may both bypass a database
         say("relaxrepro lineage: warning: %s", w)
     for line in result["unreadable"]:  # a parent among them shows as missing: this says why

@@ -121,17 +121,12 @@ def _answer(src: Any, args: argparse.Namespace, want: List[str], clauses: List[A
     else:
         total = src.count()
         sets = src.packages()
-        by_pkg = [c for c in clauses if c.package is not None]
-        rows = None
-        if by_pkg and not args.same_as:  # only the runs of the package sets that pass: found by index
-            match = [k for k, p in sets.items() if all(c.test({}, p) for c in by_pkg)]
-            if len(match) <= 500:
-                keys = set(match)
-                rows = src.find("error IS NOT NULL OR pkgkey IN (%s)" % ", ".join("?" * len(match)), match,
-                                lambda r: r.error is not None or r.pkgkey in keys, want)
-        if rows is None:
-            rows = src.find(want=want)
-        rows = _select(rows, sets, clauses, since, until, args.same_as, dirs)
+        target = _same_target(src, args.same_as, dirs) if args.same_as else None
+        # One query over the index: the runs that may pass every filter (and every unreadable file, which may
+        # be one of them); the filters then decide on those alone, as they decide on every row of a scan.
+        where, params = sql_filter(clauses, sets, since, until, target)
+        rows = src.find("error IS NOT NULL OR (%s)" % where if where else "", params, None, want)
+        rows = _select(rows, sets, clauses, since, until, target, dirs)
     good, copies = collapse_copies([r for r in rows if r.error is None], lambda r: (r.run_id, r.path))
     good = layout.order(good, args.json)
     bad = sorted(((r.path, r.error) for r in rows if r.error is not None), key=lambda pe: pe[0])
@@ -195,18 +190,51 @@ def _marked(cells: str, copies: Optional[Tuple[str, List[Dict[str, str]]]]) -> s
     return "".join([run] + [" +" + m for m in marks]) + sep + rest
 
 
-def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, until: Any, same_as: Any,
+def _same_target(src: Any, same_as: str, dirs: List[str]) -> str:
+    """What ``--same-as RUN`` compares with (its facts' ``same``): the first run in walk order whose id or path
+    is ``same_as``; a :class:`UsageError` when there is none, or when it is not fully recorded."""
+    target = [r for r in src.named(same_as, ["facts"]) if r.error is None]
+    if not target:
+        raise UsageError("relaxrepro ls: error: --same-as %s: no such run under %s" % (same_as, ", ".join(dirs)))
+    same = target[0].facts.get("same")
+    if same is None:
+        raise UsageError("relaxrepro ls: error: --same-as %s: its code, config hash or packages are not fully "
+                         "recorded, so no run can be called the same" % same_as)
+    return same
+
+
+def sql_filter(clauses: List[Any], sets: Dict[str, Dict[str, str]], since: Optional[str], until: Optional[str],
+               same: Optional[str]) -> Tuple[str, List[Any]]:
+    """(a condition over the index's ``files`` table, its parameters) that every run passing the filters meets
+    ("" when none narrows them): the package sets that pass the package clauses, each clause's terms, the time
+    range, the ``--same-as`` key."""
+    conds: List[str] = []
+    params: List[Any] = []
+    by_pkg = [c for c in clauses if c.package is not None]
+    if by_pkg:  # only the runs of the package sets that pass
+        match = [k for k, p in sets.items() if all(c.test({}, p) for c in by_pkg)]
+        if len(match) <= 500:
+            conds.append("pkgkey IN (%s)" % ", ".join("?" * len(match)))
+            params.extend(match)
+    for c in clauses:
+        if c.sql is not None:
+            conds.append(c.sql[0])
+            params.extend(c.sql[1])
+    for cond, value in (("gen >= ?", since), ("gen <= ?", until)):
+        if value is not None:
+            conds.append(cond)
+            params.append(value)
+    if same is not None:
+        conds.append("path IN (SELECT path FROM terms WHERE key = 'same' AND value = ?)")
+        params.append(same)
+    return " AND ".join(conds), params
+
+
+def _select(rows: List[Any], packages: Any, clauses: List[Any], since: Any, until: Any, same_as: Optional[str],
             dirs: List[str]) -> List[Any]:
-    """The rows that pass every filter; an unreadable file is kept (it may be one of them: say so)."""
-    same = None
-    if same_as:
-        target = [r for r in rows if r.error is None and (r.run_id == same_as or r.path == same_as)]
-        if not target:
-            raise UsageError("relaxrepro ls: error: --same-as %s: no such run under %s" % (same_as, ", ".join(dirs)))
-        same = target[0].facts.get("same")
-        if same is None:
-            raise UsageError("relaxrepro ls: error: --same-as %s: its code, config hash or packages are not fully "
-                             "recorded, so no run can be called the same" % same_as)
+    """The rows that pass every filter (``same_as``: the ``same`` key of the ``--same-as`` run); an unreadable
+    file is kept (it may be one of them: say so)."""
+    same = same_as
     by_set: dict = {}
     out = []
     for r in rows:

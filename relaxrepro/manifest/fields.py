@@ -66,9 +66,16 @@ _NORMAL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 def norm_package(name: str) -> str:
     """PEP 503 name normalisation: ``Flash_Attn`` and ``flash-attn`` are one package."""
-    if _NORMAL_NAME.match(name):  # most names already are: skip the substitution (diff must be fast)
-        return name
-    return _SEPARATORS.sub("-", name).lower()
+    got = _NORMED.get(name)
+    if got is None:
+        # most names already are normal: skip the substitution (diff must be fast)
+        got = name if _NORMAL_NAME.match(name) else _SEPARATORS.sub("-", name).lower()
+        if len(_NORMED) < 50000:  # a cold index reads the same few thousand names in every manifest
+            _NORMED[name] = got
+    return got
+
+
+_NORMED: Dict[str, str] = {}
 
 
 def packages(doc: Any) -> Optional[Dict[str, str]]:
@@ -82,15 +89,16 @@ def packages(doc: Any) -> Optional[Dict[str, str]]:
         table = env.get(key)
         if isinstance(table, dict):
             found = found or {}
+            normed = _NORMED.get
             for name, version in table.items():
-                if isinstance(version, str):
+                if type(version) is str:  # nearly all: one test, not three (a cold index reads 100 per run)
                     version = version.strip()
                 elif isinstance(version, (int, float)) and not isinstance(version, bool):
                     version = str(version)
                 else:
                     continue
                 if version and isinstance(name, str):
-                    found[norm_package(name)] = version
+                    found[normed(name) or norm_package(name)] = version
     return found
 
 

@@ -13,14 +13,22 @@ One expression is ``KEY``, or ``KEY OP VALUE`` with OP one of ``=`` ``==`` ``!=`
   numbers (a version that does not parse matches no comparison);
 - numbers ``exit`` ``gpus`` ``world_size`` and ``metric.NAME`` (``results.metrics``): ``=`` ``!=`` ``>``
   ``>=`` ``<`` ``<=``;
+- ``arg.NAME`` (``config.resolved_args``, named as ``compare`` names them: ``arg.optim.lr``): ``=`` the same
+  value (as text, or as a number: ``arg.lr=3e-4`` matches ``0.0003`` and ``"3e-4"``), ``!=``, ``>`` ``>=`` ``<``
+  ``<=`` by number, ``~`` contains (any case);
 - ``dirty``: alone or ``=true``/``=false``.
 
 ``KEY`` alone: recorded (``pkg.deepspeed``, ``metric.auc``, ``data``) or true (``dirty``). An unknown key or
 operator, or a value of the wrong kind, is a :class:`QueryError` naming the expression.
+
+The run index answers a clause by index: each run's facts are stored as ``(path, key, value)`` terms
+(:func:`terms`) and a clause's ``sql`` selects the paths that may match (every run that matches, perhaps a few
+more); its ``test`` then decides on those alone, so the answer is the test's with the index and without.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from .fields import norm_package, parse_version, version_order
@@ -28,7 +36,7 @@ from .numbers import ZERO_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, List, Optional
+    from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
     Test = Callable[[Dict[str, Any], Optional[Dict[str, str]]], bool]
 
@@ -47,10 +55,12 @@ _ORDER = (">", ">=", "<", "<=")
 
 class Clause:
     """One parsed expression: ``test(facts, packages)``; ``package``: the package name it asks about (a
-    listing tests each package set once), else None."""
+    listing tests each package set once), else None; ``sql``: (condition on ``path``, parameters) that holds for
+    every run the test passes (None: no such condition narrows it)."""
 
-    def __init__(self, text: str, test: Test, package: Optional[str] = None) -> None:
-        self.text, self.test, self.package = text, test, package
+    def __init__(self, text: str, test: Test, package: Optional[str] = None,
+                 sql: Optional[Tuple[str, List[Any]]] = None) -> None:
+        self.text, self.test, self.package, self.sql = text, test, package, sql
 
 
 def parse(text: str) -> Clause:
@@ -66,7 +76,7 @@ def parse(text: str) -> Clause:
         return QueryError("--where %r: %s" % (text, why))
 
     head, _, name = key.partition(".")
-    kind = _KIND.get(head if name and head in ("pkg", "metric", "commit") else key)
+    kind = _KIND.get(head if name and head in ("pkg", "metric", "commit", "arg") else key)
     if op is not None and kind is not None:
         why = value_error(kind, value)
         if why is not None:
@@ -77,45 +87,57 @@ def parse(text: str) -> Clause:
         return Clause(text, lambda f, p: test((p or {}).get(pkg)), package=pkg)
     if head == "metric" and name:
         ntest = _number_test(op, value, bad)
-        return Clause(text, lambda f, p: ntest((f.get("metric") or {}).get(name)))
+        return Clause(text, lambda f, p: ntest((f.get("metric") or {}).get(name)), sql=_number_sql(key, op, value))
+    if head == "arg" and name:
+        atest = _arg_test(op, value, bad)
+        return Clause(text, lambda f, p: atest((f.get("arg") or {}).get(name)), sql=_arg_sql(key, op, value))
     if head == "commit" and name:
-        return Clause(text, _prefix_test(op, value, bad, lambda f: [(f.get("commit") or {}).get(name)]))
+        return Clause(text, _prefix_test(op, value, bad, lambda f: [(f.get("commit") or {}).get(name)]),
+                      sql=_prefix_sql(key, op, value))
     if name:
-        raise bad("unknown key %s (keys: %s, commit.REPO, pkg.NAME, metric.NAME)" % (key, ", ".join(KEYS)))
+        raise bad("unknown key %s (keys: %s, %s)" % (key, ", ".join(KEYS), ", ".join(_DOTTED)))
     if key in _TEXT:
-        return Clause(text, _text_test(op, value, bad, key))
+        return Clause(text, _text_test(op, value, bad, key),
+                      sql=_term(key, "value = ?", value) if op in ("=", "==") else _term(key) if op != "!=" else None)
     if key in _PREFIX:
         if key == "commit":
-            return Clause(text, _prefix_test(op, value, bad, lambda f: list((f.get("commit") or {}).values())))
+            return Clause(text, _prefix_test(op, value, bad, lambda f: list((f.get("commit") or {}).values())),
+                          sql=_prefix_sql(key, op, value))
         if key == "data":
             digest = value if value.startswith("sha256:") or op is None else "sha256:" + value
-            return Clause(text, _prefix_test(op, digest, bad, lambda f: list(f.get("data") or [])))
-        return Clause(text, _prefix_test(op, value, bad, lambda f: [f.get(key)]))
+            return Clause(text, _prefix_test(op, digest, bad, lambda f: list(f.get("data") or [])),
+                          sql=_prefix_sql(key, op, digest))
+        return Clause(text, _prefix_test(op, value, bad, lambda f: [f.get(key)]), sql=_prefix_sql(key, op, value))
     if key == "repo":
         if op not in ("=", "==", "!="):
             raise bad("repo takes = or != and a name")
-        return Clause(text, lambda f, p: (value in (f.get("commit") or {})) == (op != "!="))
+        return Clause(text, lambda f, p: (value in (f.get("commit") or {})) == (op != "!="),
+                      sql=_term(key, "value = ?", value) if op != "!=" else None)
     if key in _VERSION:
         vtest = _version_test(op, value, bad)
-        return Clause(text, lambda f, p: vtest(f.get(key)))
+        exact = op in ("=", "==") and not value.endswith(".*")
+        return Clause(text, lambda f, p: vtest(f.get(key)),
+                      sql=_term(key, "value = ?", value) if exact else _term(key) if op != "!=" else None)
     if key in _NUMBER:
         ntest = _number_test(op, value, bad)
-        return Clause(text, lambda f, p: ntest(f.get(key)))
+        return Clause(text, lambda f, p: ntest(f.get(key)), sql=_number_sql(key, op, value))
     if key == "dirty":
         if op is None:
-            return Clause(text, lambda f, p: bool(f.get("dirty")))
+            return Clause(text, lambda f, p: bool(f.get("dirty")), sql=_term(key))
         truth = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}.get(value.lower())
         if op not in ("=", "==", "!=") or truth is None:
             raise bad("dirty takes =true or =false")
-        return Clause(text, lambda f, p: bool(f.get("dirty")) == (truth if op != "!=" else not truth))
-    raise bad("unknown key %s (keys: %s, commit.REPO, pkg.NAME, metric.NAME)" % (key, ", ".join(KEYS)))
+        wanted = truth if op != "!=" else not truth
+        return Clause(text, lambda f, p: bool(f.get("dirty")) == wanted, sql=_term(key) if wanted else None)
+    raise bad("unknown key %s (keys: %s, %s)" % (key, ", ".join(KEYS), ", ".join(_DOTTED)))
 
 
 KEYS = _TEXT + _PREFIX + ("repo",) + _VERSION + _NUMBER + ("dirty",)
+_DOTTED = ("commit.REPO", "pkg.NAME", "metric.NAME", "arg.NAME")
 
-_KIND = dict([(k, "text") for k in _TEXT + ("repo",)] + [(k, "digest") for k in _PREFIX + ("commit",)] +
+_KIND = dict([(k, "text") for k in _TEXT + ("repo", "arg")] + [(k, "digest") for k in _PREFIX + ("commit",)] +
              [(k, "version") for k in _VERSION + ("pkg",)] + [(k, "number") for k in _NUMBER + ("metric",)])
-"""The kind of value each key takes (``pkg``, ``metric``, ``commit``: of ``pkg.NAME`` and the like)."""
+"""The kind of value each key takes (``pkg``, ``metric``, ``commit``, ``arg``: of ``pkg.NAME`` and the like)."""
 
 # The one rule for what a query value may be, by kind (and :func:`parse_date` for dates): a value that is
 # not of its kind is refused with one line, whatever the operator, never read as far as it parses
@@ -242,3 +264,136 @@ def parse_date(text: str, flag: str, *, end: bool = False) -> str:
     if not clock:
         return day + ("T\uffff" if end else "")
     return day + "T" + clock + ("\uffff" if end and len(clock) == 5 else "")
+
+
+# -- the arguments: a value compared as text or as a number ------------------------------------------
+
+_NUMBER_SHAPE = _SHAPES["number"][0]
+
+
+def arg_text(v: Any) -> str:
+    """An argument's value as text: a string as it is, anything else as JSON (``true``, ``0.0003``, ``[1, 2]``)."""
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+
+
+def arg_number(v: Any) -> Optional[float]:
+    """An argument's value as a finite number (an int, a float, or a string that spells one), else None."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, str):
+        if _NUMBER_SHAPE.match(v) is None:
+            return None
+    elif not isinstance(v, (int, float)):
+        return None
+    try:
+        n = float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return n if -_INF < n < _INF else None
+
+
+def _arg_test(op: Optional[str], value: str, bad: Callable[[str], QueryError]) -> Callable[[Any], bool]:
+    if op is None:
+        return lambda v: v is not None
+    want = arg_number(value)
+    if op in ("=", "==", "!="):
+        same = op != "!="
+
+        def equal(v: Any) -> bool:
+            if v is None:
+                return False
+            n = arg_number(v)
+            return (arg_text(v) == value or (n is not None and n == want)) == same
+        return equal
+    if op == "~":
+        low = value.lower()
+        return lambda v: v is not None and low in arg_text(v).lower()
+    if want is None:
+        raise bad("%r is not a number: %s compares numbers" % (value, op))
+    cmp = _COMPARE[op]
+
+    def order(v: Any) -> bool:
+        n = arg_number(v)
+        return n is not None and cmp(n, want)
+    return order
+
+
+# -- what the run index stores, and the conditions over it -------------------------------------------
+
+def terms(f: Dict[str, Any]) -> Iterator[Tuple[str, Any]]:
+    """The ``(key, value)`` terms of one run's facts that a clause's ``sql`` asks for: text as ``str``, numbers
+    as ``float`` (NaN is stored as NULL, which no comparison passes, as none passes NaN), an argument as its
+    :func:`arg_number` or else its :func:`arg_text`. Each condition below selects a superset of what its test
+    passes over these."""
+    for key in _TEXT + _VERSION:
+        v = f.get(key)
+        if v is not None:
+            yield key, str(v)
+    for key in _NUMBER:
+        if f.get(key) is not None:  # recorded, whether or not it reads as a number (then NULL)
+            yield key, _float(f.get(key))
+    for key in ("config", "packages"):
+        if isinstance(f.get(key), str):
+            yield key, f[key]
+    commits = f.get("commit") or {}
+    for repo, sha in commits.items():
+        yield "repo", repo
+        if isinstance(sha, str):
+            yield "commit." + repo, sha
+    for sha in sorted({s for s in commits.values() if isinstance(s, str)}):
+        yield "commit", sha
+    for digest in f.get("data") or ():
+        if isinstance(digest, str):
+            yield "data", digest
+    if f.get("dirty"):
+        yield "dirty", 1
+    for name, v in (f.get("metric") or {}).items():
+        yield "metric." + name, _float(v)
+    for name, v in (f.get("arg") or {}).items():
+        if v is not None:
+            n = arg_number(v)
+            yield "arg." + name, arg_text(v) if n is None else n
+    if f.get("same") is not None:
+        yield "same", f["same"]
+
+
+def _float(v: Any) -> Optional[float]:
+    """``v`` as :func:`_number_test` reads it (a BigInt is infinite), or None where it reads none."""
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _term(key: str, cond: str = "", *params: Any) -> Tuple[str, List[Any]]:
+    """The paths of the runs with a term ``key`` (whose ``value`` meets ``cond``)."""
+    return ("path IN (SELECT path FROM terms WHERE key = ?%s)" % (" AND " + cond if cond else ""),
+            [key] + list(params))
+
+
+def _number_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:
+    if op is None or op == "!=":  # != passes a NaN, stored as NULL: every run with the term
+        return _term(key)
+    return _term(key, "value %s ?" % ("=" if op == "==" else op), float(value)) if op in _COMPARE else None
+
+
+def _prefix_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:
+    if op is None:
+        return _term(key)
+    if op == "!=" or not value:
+        return None
+    # The values that start with an ASCII prefix (a digest's shape) are those from it up to the prefix with its
+    # last character one higher: a range of the index, exactly.
+    return _term(key, "value >= ? AND value < ?", value, value[:-1] + chr(ord(value[-1]) + 1))
+
+
+def _arg_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:
+    if op in ("=", "=="):
+        return _term(key, "value IN (?, ?)", value, arg_number(value))
+    if op in _ORDER and arg_number(value) is not None:
+        # Text sorts above every number in SQLite: > and >= also select the runs with a text value, which
+        # the test then refuses.
+        return _term(key, "value %s ?" % op, arg_number(value))
+    return _term(key)  # alone, ~ and != pass only a run with the argument

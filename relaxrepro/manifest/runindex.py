@@ -31,61 +31,40 @@ import json
 import operator
 import os
 import sqlite3
-import stat
-import time
 
 from ..std.cache import cache_dir
 from ..std.records import Factory, Record
-from ..std.sha import sha256, sha256_hex
+from ..std.sha import sha256_hex
+from .indexdb import (
+    COLUMN,
+    Broken,
+    Bypass,
+    Update,
+    connect,
+    db_path,
+    reason_of,
+    remove,
+    rollback,
+    storable,
+    untrusted,
+    update,
+)
+from .indexdb import VERSION as VERSION  # what ls keys its kept answers by
 from .runrow import STORED, Row, read_row
 from .scan import Walk, walk_root
-from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign, walk
+from .treesig import join, stored_signatures, tree_digest, walk
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
     from .treesig import Walked
 
-VERSION = 2
-BUSY_MS = 15000
-RACY_NS = 3 * 10**9
-CHUNK = 2000
 """Rows per write transaction: other processes' writes interleave with a long build."""
 KEPT = 4
 """Answers kept per tree (an ``ls`` of 100,000 runs is ~15 MB): the table, --json and a query or two."""
-
-_COLUMN = {"generated_at": "gen", "group": "grp", "doc_json": "doc", "facts_json": "facts"}
-"""The :class:`Row` fields stored under another column name: ``gen`` is the run's ``generated_at`` (not the
-write counter, ``state.gen``); the names are kept so that an index of this version stays readable."""
-_FILES = ("path", "run_id", "generated_at", "group", "parent", "error", "cells", "pkgkey")
-_DOCS = ("path", "doc_json", "facts_json")
-"""The :class:`Row` fields of the ``files`` and ``docs`` tables, in their columns' order."""
-_files_values = operator.attrgetter(*_FILES[1:])  # the path stored is the one relative to the root
-_docs_values = operator.attrgetter(*_DOCS[1:])
 _LAZY = {"cells": "''", "doc_json": "NULL", "facts_json": "NULL"}
 """What a SELECT reads for each field a caller may leave out (see :func:`listing`'s ``want``)."""
-_SCHEMA = (
-    # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
-    "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
-    "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
-    "CREATE INDEX files_run ON files (run_id)",
-    "CREATE INDEX files_parent ON files (parent)",
-    "CREATE INDEX files_grp ON files (grp)",
-    "CREATE INDEX files_pkg ON files (pkgkey)",
-    "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
-    "CREATE TABLE pkgsets (pkgkey TEXT PRIMARY KEY, packages TEXT)",
-    "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
-    "INSERT INTO state VALUES (0, NULL, 0)",
-    "CREATE TABLE outputs (key TEXT PRIMARY KEY, tree BLOB, meta TEXT, body BLOB)",
-    "PRAGMA user_version = %d" % VERSION,
-)
-_TABLES = {"files", "docs", "dirs", "pkgsets", "state", "outputs"}
-
-
-class Broken(Exception):
-    """The database cannot be used as it is: corrupt, of another version, not ours."""
-
 
 class Listing(Record):
     """The rows of a listing in walk order, the package sets their ``pkgkey`` names (with ``facts``), the
@@ -124,13 +103,13 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
     rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
     for root in roots:
-        if directory is None or os.path.isfile(root) or not _storable(os.path.abspath(root)):
+        if directory is None or os.path.isfile(root) or not storable(os.path.abspath(root)):
             src.parts.append(_scan(root, rule, want))
             continue
         try:
             src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
                                       progress))
-        except _Bypass as exc:
+        except Bypass as exc:
             src.warnings.append("run index %s; listing without it" % exc.args[0])
             src.unstored.append("run index %s" % exc.args[0])
             src.parts.append(_scan(root, rule, want))
@@ -206,6 +185,15 @@ class Source(Record):
             out.extend(part.lookup(attr, value, want))
         return out
 
+    def named(self, name: str, want: Sequence[str] = ()) -> List[Row]:
+        """The rows whose run id or path is ``name``, in walk order (by index from a database)."""
+        out: List[Row] = []
+        for part in self.parts:
+            rel = name[len(part.prefix):] if name.startswith(part.prefix) else None
+            out.extend(part.find("run_id IS ? OR path IS ?", (name, rel),
+                                 lambda r: r.run_id == name or r.path == name, want))
+        return out
+
     def count(self) -> int:
         return sum(p.count() for p in self.parts)
 
@@ -254,7 +242,7 @@ class Source(Record):
                                  "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
                 conn.execute("COMMIT")
             except BaseException:
-                _rollback(conn)
+                rollback(conn)
                 raise
         except sqlite3.Error:
             pass
@@ -292,7 +280,7 @@ class _Part(Record):
 
     def stored(self, where: str, params: Sequence[Any], want: Sequence[str]) -> List[Row]:
         """The stored rows where ``where`` holds, with what ``want`` asks for (see :func:`listing`)."""
-        cols = ", ".join(_LAZY[f] if f in _LAZY and _want_of(f) not in want else _COLUMN.get(f, f) for f in STORED)
+        cols = ", ".join(_LAZY[f] if f in _LAZY and _want_of(f) not in want else COLUMN.get(f, f) for f in STORED)
         join = " LEFT JOIN docs USING (path)" if "doc" in want or "facts" in want else ""
         rows = list(itertools.starmap(Row, self.conn.execute(
             "SELECT %s FROM files%s%s" % (cols, join, " WHERE " + where if where else ""), params)))
@@ -303,7 +291,7 @@ class _Part(Record):
 
     def lookup(self, attr: str, value: Optional[str], want: Sequence[str]) -> List[Row]:
         if self.rows is None:
-            return self.find(_COLUMN.get(attr, attr) + " IS ?", (value,), lambda r: getattr(r, attr) == value, want)
+            return self.find(COLUMN.get(attr, attr) + " IS ?", (value,), lambda r: getattr(r, attr) == value, want)
         by = self.by.get(attr)
         if by is None:
             by = self.by[attr] = {}
@@ -345,10 +333,6 @@ def _want_of(field: str) -> str:
     return field[:-5] if field.endswith("_json") else field
 
 
-class _Bypass(Exception):
-    pass
-
-
 def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
     part = _Part(os.path.join(root, ""), rows=[])
     for path in walk_root(root, rule):
@@ -359,129 +343,40 @@ def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
     return part
 
 
-def db_path(directory: str, root: str) -> str:
-    return os.path.join(directory, sha256(os.path.realpath(root).encode("utf-8", "surrogateescape"))
-                        .hexdigest()[:32] + ".sqlite")
-
-
 def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warnings: List[str],
              progress: Optional[Callable[[int, int], None]]) -> _Part:
     path = db_path(directory, root)
-    why = _untrusted(directory, path)
-    if why:
-        raise _Bypass("%s: %s" % (path, why))
+    refused = untrusted(directory, path)
+    if refused:
+        raise Bypass("%s: %s" % (path, refused))
     walked = walk(root, rule)
     for attempt in (1, 2):
         # An OperationalError is the database's circumstances (locked, read-only, a full disk, no memory):
         # the index is left as it is. Only one that is not ours, or corrupt, is removed and built again.
         try:
-            conn = _connect(path)
+            conn = connect(path)
         except sqlite3.OperationalError as exc:
-            raise _Bypass("%s: %s" % (path, _why(exc))) from None
+            raise Bypass("%s: %s" % (path, reason_of(exc))) from None
         except (Broken, sqlite3.DatabaseError) as exc:
             if attempt == 2:
-                raise _Bypass("%s: %s" % (path, _why(exc))) from None
-            _remove(path, exc)
-            warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
+                raise Bypass("%s: %s" % (path, reason_of(exc))) from None
+            remove(path, exc)
+            warnings.append("run index %s: %s; rebuilt" % (path, reason_of(exc)))
             continue
         try:
             part = _refresh(conn, root, walked, want, progress)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
-                raise _Bypass("%s: %s" % (path, _why(exc))) from None
-            _remove(path, exc)
-            warnings.append("run index %s: %s; rebuilt" % (path, _why(exc)))
+                raise Bypass("%s: %s" % (path, reason_of(exc))) from None
+            remove(path, exc)
+            warnings.append("run index %s: %s; rebuilt" % (path, reason_of(exc)))
             continue
         if part.unstored:  # the listing is right: the rows not stored were read
             part.unstored = "run index %s: not updated this time (%s)" % (path, part.unstored)
             warnings.append(part.unstored)
         return part
     raise AssertionError("unreachable")
-
-
-def _why(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
-
-
-def _untrusted(directory: str, path: str) -> Optional[str]:
-    """Why the index directory or database may not be used (None: it may)."""
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-    except OSError as exc:
-        return "cannot create its directory (%s)" % (exc.strerror or exc)
-    if not os.access(directory, os.W_OK) or (os.path.lexists(path) and not os.access(path, os.W_OK)):
-        return "the cache is read-only"  # a snapshot, a read-only home: a database there cannot even be read (WAL)
-    for p, what in ((directory, "directory"), (path, "database")):
-        try:
-            st = os.lstat(p)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            return "cannot stat its %s (%s)" % (what, exc.strerror or exc)
-        if what == "database" and not stat.S_ISREG(st.st_mode):
-            return "the database is not a regular file"
-        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-            return "the %s belongs to uid %d, not to us" % (what, st.st_uid)
-        if st.st_mode & 0o022:
-            return "the %s is writable by others" % what
-    return None
-
-
-def _remove(path: str, why: BaseException) -> None:
-    """Remove the broken database at ``path`` (``why``: what is wrong with it); :class:`_Bypass` when it cannot be."""
-    for p in (path + "-wal", path + "-shm", path):  # a stale WAL must never be applied to a new database
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise _Bypass("%s: %s, and it cannot be removed (%s)" % (path, _why(why), exc.strerror or exc)) from None
-
-
-def _rollback(conn: sqlite3.Connection) -> None:
-    """End a failed write: SQLite ends the transaction itself on some errors (a full disk), and a ROLLBACK
-    then would raise over the error that matters."""
-    if conn.in_transaction:
-        conn.execute("ROLLBACK")
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    """The database at ``path``, created when absent; :class:`Broken` when it is not one of ours."""
-    old = os.umask(0o077)
-    try:
-        conn = sqlite3.connect(path, timeout=BUSY_MS / 1000.0, isolation_level=None)
-    finally:
-        os.umask(old)
-    try:
-        conn.execute("PRAGMA busy_timeout = %d" % BUSY_MS)
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == 0:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # nobody made it meanwhile
-                    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
-                        raise Broken("not a relaxrepro run index")
-                    for statement in _SCHEMA:
-                        conn.execute(statement)
-                conn.execute("COMMIT")
-            except BaseException:
-                _rollback(conn)
-                raise
-            version = VERSION
-        if version != VERSION:
-            raise Broken("index version %s, this relaxrepro writes %d" % (version, VERSION))
-        if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
-            # Another process holds the new database (it switches on its first open): circumstances, not damage.
-            raise sqlite3.OperationalError("cannot switch to write-ahead logging now")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if names != _TABLES or conn.execute("SELECT count(*) FROM state").fetchone()[0] != 1:
-            raise Broken("not a relaxrepro run index")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
@@ -498,20 +393,20 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
-    update = _update(conn, part.prefix, walked, sigs, stored, writes, progress)
-    part.unstored = update.failed
+    done = update(conn, part.prefix, walked, sigs, stored, writes, progress)
+    part.unstored = done.failed
     conn.execute("BEGIN")
     part.conn = conn
-    if update.written and conn.execute("SELECT tree FROM state").fetchone()[0] == update.digest:
-        part.extra = update.extra
-        part.digest = update.digest if not update.extra else None
+    if done.written and conn.execute("SELECT tree FROM state").fetchone()[0] == done.digest:
+        part.extra = done.extra
+        part.digest = done.digest if not done.extra else None
         return part
     # Another process wrote in between, or we could not: check directory by directory, in one snapshot.
-    _recheck(part, walked, update, want)
+    _recheck(part, walked, done, want)
     return part
 
 
-def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) -> None:
+def _recheck(part: _Part, walked: Walked, update: Update, want: Sequence[str]) -> None:
     """Turn ``part`` (its snapshot open) into rows in memory: a stored row where its directory's stored
     signature is the walk's, else the row just read, else the file read now."""
     stored = dict(part.conn.execute("SELECT dir, sig FROM dirs"))
@@ -534,162 +429,3 @@ def _recheck(part: _Part, walked: Walked, update: _Update, want: Sequence[str]) 
                 if pkgs is not None:
                     part.sets[row.pkgkey] = pkgs  # type: ignore[index]
             part.rows.append(row.trimmed(want))
-
-
-def _storable(path: str) -> bool:
-    """Whether sqlite can hold ``path``: a name that is not UTF-8 (read with ``surrogateescape``) is listed
-    from memory, never stored, so its directory is read again by every listing."""
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-class _Update(Record):
-    """What :func:`_update` did: ``extra``, the rows read but not stored (by path), ``fresh``, the same by
-    relative path, ``digest``, the digest of the tree the database now holds, and whether it was stored
-    (``written``; ``failed``: why a write did not go in)."""
-
-    extra: List[Row]
-    fresh: Dict[str, Row]
-    digest: bytes
-    written: bool
-    failed: Optional[str] = None
-
-
-class _Writes(Record):
-    """Where our writes stand: ``count``, the database's write counter (``state.gen``) as our last write left
-    it; ``clean``: no other process wrote since we compared; ``failed``: why a write did not go in (locked
-    past the busy timeout, read-only, a full disk), None while they do."""
-
-    count: int
-    clean: bool = True
-    failed: Optional[str] = None
-
-
-class _DirWrite(Record):
-    """One directory to write: its signature as compared (``old_sig``) and as it is to be (``new_sig``, None:
-    the directory is dropped), the relative paths of the files ``gone``, and ``rows`` by relative path."""
-
-    dir: str
-    old_sig: Optional[bytes]
-    new_sig: Optional[bytes]
-    gone: List[str]
-    rows: List[Tuple[str, Row]]
-
-
-def _plan(walked: Walked, sigs: List[Tuple[str, bytes]], stored: Dict[str, bytes]
-          ) -> List[Tuple[str, List[str], List[Optional[bytes]], Optional[bytes], List[Tuple[str, Optional[bytes]]]]]:
-    """The walked directories whose stored signature differs: (dir, names, keys, stored signature, the
-    (name, key) of each file to read)."""
-    plan = []
-    sig_of = dict(sigs)
-    for rel, names, keys in walked:
-        if rel in sig_of and stored.get(rel) == sig_of[rel] and None not in keys:
-            continue
-        old = unsign(stored.get(rel))
-        todo = [(n, k) for n, k in zip(names, keys) if k is None or old.get(n) != k]
-        plan.append((rel, names, keys, stored.get(rel), todo))
-    return plan
-
-
-def _update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
-            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]]) -> _Update:
-    """Re-read what differs from ``stored`` (the directory signatures when the write counter was ``writes``)
-    and write it, a directory at a time."""
-    plan = _plan(walked, sigs, stored)
-    todo_count = sum(len(todo) for *_, todo in plan)
-    walked_dirs = {rel for rel, _, _ in walked}
-    dropped = [(rel, sig) for rel, sig in stored.items() if rel not in walked_dirs]
-    now = time.time_ns()
-    fresh: Dict[str, Row] = {}
-    uncached: Set[str] = set()
-    state = _Writes(writes)
-    pending: List[_DirWrite] = []
-    sets: List[Tuple[str, str]] = []
-    seen_sets: Set[str] = set()
-    done = 0
-    rows_pending = 0
-    for rel, names, keys, old_sig, todo in plan:
-        new_rows = []
-        for name, key in todo:
-            path = join(rel, name)
-            row, pkgs = read_row(prefix + path, facts=True)
-            if pkgs is not None and row.pkgkey not in seen_sets:
-                seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
-                sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and _storable(path):
-                new_rows.append((path, row))
-            else:
-                uncached.add(path)
-                fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
-            done += 1
-            if progress is not None and (done % 500 == 0 or done == todo_count):
-                progress(done, todo_count)
-        keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
-        new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
-        kept = {n for n, _ in keep}
-        gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
-        if new_sig != old_sig or new_rows:
-            pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
-            rows_pending += len(new_rows) + 1
-        if rows_pending >= CHUNK:
-            state = _write(conn, pending, sets, None, state)
-            pending, sets, rows_pending = [], [], 0
-    for rel, sig in dropped:
-        pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
-    expected = tree_digest(stored_signatures(walked, uncached, sigs))
-    extra = [fresh[p] for p in sorted(uncached)]
-    state = _write(conn, pending, sets, expected, state)
-    return _Update(extra, fresh, expected, state.clean and not state.failed, state.failed)
-
-
-def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
-           digest: Optional[bytes], before: _Writes) -> _Writes:
-    """Write ``pending`` directories (rows and signature together, each only when its stored signature is
-    still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
-    digest is stored when no other process wrote since we compared. Returns where our writes stand now. A
-    database still locked after the busy timeout, read-only or on a full disk is left as it was (``failed``
-    says why): this listing is right without it."""
-    if before.failed:
-        return before
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            after = _write_in(conn, pending, sets, digest, before)
-            conn.execute("COMMIT")
-        except BaseException:
-            _rollback(conn)
-            raise
-    except sqlite3.OperationalError as exc:
-        return _Writes(before.count, before.clean, failed=_why(exc))
-    return after
-
-
-def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
-              digest: Optional[bytes], before: _Writes) -> _Writes:
-    """:func:`_write` inside its transaction."""
-    count = conn.execute("SELECT gen FROM state").fetchone()[0]
-    clean = before.clean and count == before.count  # else another writer: our tree digest may not be the database's
-    for d in pending:
-        got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (d.dir,)).fetchone()
-        if (got[0] if got else None) != d.old_sig:
-            clean = False
-            continue
-        for table in ("files", "docs"):
-            conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in d.gone])
-        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(rel,) + _files_values(row) for rel, row in d.rows])
-        conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
-                         [(rel,) + _docs_values(row) for rel, row in d.rows])
-        if d.new_sig is None:
-            conn.execute("DELETE FROM dirs WHERE dir = ?", (d.dir,))
-        else:
-            conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (d.dir, d.new_sig))
-    conn.executemany("INSERT OR IGNORE INTO pkgsets VALUES (?, ?)", sets)
-    tree = digest if digest is not None and clean else None
-    if pending or tree is None or conn.execute("SELECT tree FROM state").fetchone()[0] != tree:
-        count += 1
-        conn.execute("UPDATE state SET tree = ?, gen = ?", (tree, count))
-    return _Writes(count, clean)

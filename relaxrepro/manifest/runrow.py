@@ -12,8 +12,10 @@ import json
 
 from ..std.sha import sha256_hex
 from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
+from .flat import ARG_DEPTH, flatten
 from .model import READ_LIMIT_BYTES
 from .numbers import read_int
+from .query import terms
 from .reader import ManifestError, ReadError, parse_json, read_bytes
 from .scan import Entry, read_fields
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
@@ -41,7 +43,7 @@ class Row:
     (100,000 of them), and this ``__init__`` costs a tenth of a record's (0.8 us against 8.5 us).
     """
 
-    __slots__ = STORED + ("cacheable", "_doc", "_facts")
+    __slots__ = STORED + ("cacheable", "terms", "_doc", "_facts")
 
     def __init__(self, path: str, run_id: Optional[str], generated_at: str, group: Optional[str],
                  parent: Optional[str], error: Optional[str], cells: str, doc_json: Optional[str],
@@ -49,6 +51,7 @@ class Row:
         self.path, self.run_id, self.generated_at, self.group, self.parent = path, run_id, generated_at, group, parent
         self.error, self.cells, self.doc_json, self.facts_json, self.pkgkey = error, cells, doc_json, facts_json, pkgkey
         self.cacheable = cacheable
+        self.terms = None  # (key, value) pairs the index looks the facts up by (query.terms), when read
         self._doc = self._facts = None  # the JSON texts parsed, on first use
 
     @property
@@ -105,8 +108,9 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
         raw: Optional[bytes] = read_bytes(path, READ_LIMIT_BYTES)
     except ReadError:
         raw = None
+    whole = _parse_whole(raw) if facts and raw is not None else None
     try:
-        doc = read_fields(path, LS_FIELDS, raw=raw)
+        doc = read_fields(path, LS_FIELDS, raw=raw, parsed=whole)
     except ManifestError as exc:
         try:  # lineage and compare read these alone: a run they can find with an error for ls
             link = read_fields(path, LINK_FIELDS, raw=raw) if raw is not None else None
@@ -119,9 +123,19 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
     row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
     pkgs = None
     if facts and raw is not None:
-        found, pkgs = gather_facts(raw, doc)
-        row.facts_json, row.pkgkey = _text(found), package_key(pkgs)
+        found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
+        row.facts_json = _text(found)
+        row.terms = list(terms(found))
     return row, pkgs
+
+
+def _parse_whole(raw: bytes) -> Any:
+    """``raw`` parsed by the reader's rules, once for the listing's sections and the facts; None when it does
+    not parse (the listing's reader then says why, or reads what it can)."""
+    try:
+        return parse_json(raw.decode("utf-8"))
+    except (ManifestError, UnicodeDecodeError):
+        return None
 
 
 LINK_FIELDS = ("schema_version", "run_id", "generated_at", "lineage")
@@ -136,8 +150,12 @@ def _row(path: str, doc: Dict[str, Any], error: Optional[str], cells: str, cache
 
 
 def _text(value: Any) -> str:
-    """JSON as the index stores it: a row read from a file goes through the same text as one read back."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """JSON as the index stores it: a row read from a file goes through the same text as one read back. Keys in
+    the order they were made (the file's): the text is only ever read back, never compared."""
+    return _ENCODE(value)
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
@@ -147,21 +165,38 @@ def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
     return sha256_hex(json.dumps(pkgs, sort_keys=True, separators=(",", ":")).encode())[:32]
 
 
-def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str, str]]]:
-    """What a query asks of one manifest, from its whole text: (facts, packages). A document that does not
-    parse whole (the listing read its ends only) has the listing's facts alone."""
-    try:
-        doc = parse_json(raw.decode("utf-8"))
-    except (ManifestError, UnicodeDecodeError):
-        doc = None
-    if not isinstance(doc, dict):
-        doc = listed
+def package_set(doc: Dict[str, Any]) -> Tuple[Optional[Dict[str, str]], Optional[str]]:
+    """(:func:`fields.packages` of ``doc``, its :func:`package_key`), remembered by the recorded tables' items:
+    the runs of a tree share a few hundred package sets, and a cold index would normalise and digest the same
+    hundred names in each of 100,000 manifests. The set returned is shared: read it, never change it."""
+    env = doc.get("environment")
+    tables = [env.get(k) for k in ("key_packages", "packages")] if isinstance(env, dict) else []
+    seen, got = None, None
+    # Only tables of text: 1, 1.0 and True are equal keys, and different versions ("1", "1.0", none).
+    if all(not isinstance(t, dict) or set(map(type, t.values())) <= _TEXT_ONLY for t in tables):
+        seen = tuple(tuple(t.items()) if isinstance(t, dict) else None for t in tables)
+        got = _SETS.get(seen)
+    if got is None:
+        pkgs = packages(doc)
+        got = (pkgs, package_key(pkgs))
+        if seen is not None and len(_SETS) < 2000:
+            _SETS[seen] = got
+    return got
+
+
+_SETS: Dict[Any, Tuple[Optional[Dict[str, str]], Optional[str]]] = {}
+_TEXT_ONLY = {str}
+
+
+def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str, str]], Optional[str]]:
+    """What a query asks of one manifest, from the whole document (or, when it does not parse whole, the
+    sections the listing read): (facts, packages, their :func:`package_key`)."""
     lin = lineage_of(doc)
     code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
     commits = {n: r.get("commit") for n, r in code.items() if isinstance(r, dict) and isinstance(r.get("commit"), str)}
     count, model = gpus(doc)
     out = doc.get("outcome") if isinstance(doc.get("outcome"), dict) else {}
-    pkgs = packages(doc)
+    pkgs, key = package_set(doc)
     f: Dict[str, Any] = {
         "run": doc.get("run_id"), "group": lin.get("group"), "parent": parent_id(doc),
         "note": lin.get("note"), "time": doc.get("generated_at"), "algo": algorithm(doc),
@@ -174,10 +209,10 @@ def gather_facts(raw: bytes, listed: Dict[str, Any]) -> Tuple[Dict[str, Any], Op
         "world_size": get(doc, "training.world_size", None),
         "config": scalar(get(doc, "config.hash", None)),
         "packages": scalar(get(doc, "environment.packages_digest", None)),
-        "data": _data_digests(doc), "metric": _metrics(doc),
+        "data": _data_digests(doc), "metric": _metrics(doc), "arg": _args(doc),
     }
-    f["same"] = _same_key(code, f["config"], package_key(pkgs))
-    return f, pkgs
+    f["same"] = _same_key(code, f["config"], key)
+    return f, pkgs, key
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:
@@ -190,6 +225,12 @@ def _data_digests(doc: Dict[str, Any]) -> List[str]:
                 if isinstance(digest, str) and digest not in found:
                     found.append(digest)
     return found
+
+
+def _args(doc: Dict[str, Any]) -> Dict[str, Any]:
+    """``config.resolved_args`` flat, named as ``compare`` names them (``arg.optim.lr`` is ``optim.lr`` here)."""
+    node = get(doc, "config.resolved_args", None)
+    return flatten(node, max_depth=ARG_DEPTH) if isinstance(node, dict) else {}
 
 
 def _metrics(doc: Dict[str, Any]) -> Dict[str, float]:

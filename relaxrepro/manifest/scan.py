@@ -198,19 +198,24 @@ def _stat_key(e: os.DirEntry, fd: Optional[int], key: Callable[[int, int, int], 
 
 # -- the partial reader -----------------------------------------------------------------------------
 
-def read_fields(path: str, fields: Sequence[str] = LS_FIELDS, raw: Optional[bytes] = None) -> Dict[str, Any]:
+def read_fields(path: str, fields: Sequence[str] = LS_FIELDS, raw: Optional[bytes] = None,
+                parsed: Any = None) -> Dict[str, Any]:
     """The top-level ``fields`` of the manifest at ``path``; raises ``ManifestError`` when unreadable.
 
     ``raw``: the whole file, when the caller read it already (the run index reads each file once); the
     same ends of it are looked at, so the answer, or the error, is the one a read from disk gives.
+    ``parsed``: ``raw`` parsed whole already (:func:`reader.parse_json`), when it parsed: its sections are
+    taken where the partial reader would read the same ones, instead of parsing them again.
     """
     try:
         if raw is not None:
             head, tail = (raw, None) if len(raw) <= _HEAD + _TAIL else (raw[:_HEAD], raw[-_TAIL:])
         else:
             head, tail = read_ends(path, READ_LIMIT_BYTES, _HEAD, _TAIL)
-        quick = _quick(head, fields, tail, whole=tail is None)
-        if quick is not None and _maybe_nonfinite(head, tail):
+        taken = tail is None and _same_sections(head, parsed)  # it parsed: no bare NaN or Infinity in it
+        quick = {k: parsed[k] for k in fields if k in parsed} if taken else _quick(head, fields, tail,
+                                                                                   whole=tail is None)
+        if quick is not None and not taken and _maybe_nonfinite(head, tail):
             quick = None  # the strict reader refuses a bare NaN/Infinity with its dotted path, as check does
         if quick is None or "schema_version" not in quick or "run_id" not in quick:
             raw = head if tail is None else (raw or read_bytes(path, READ_LIMIT_BYTES))
@@ -226,6 +231,14 @@ def read_fields(path: str, fields: Sequence[str] = LS_FIELDS, raw: Optional[byte
         return quick
     doc, _warnings = parse_manifest(raw)
     return {k: doc[k] for k in fields if k in doc}
+
+
+def _same_sections(raw: bytes, parsed: Any) -> bool:
+    """Whether ``parsed`` (the whole of ``raw``, parsed) holds what :func:`_quick` reads of ``raw``: a file in
+    our writer's layout (each top-level key starts a line as ``\\n "key": ``, which nothing nested can do)
+    whose top-level keys are each there once (a repeated key is read as the reader reads it, not as json)."""
+    return (isinstance(parsed, dict) and raw.startswith(b'{\n "') and raw.endswith(b"\n}\n")
+            and raw.count(b'\n "') == len(parsed))
 
 
 def _maybe_nonfinite(head: bytes, tail: Optional[bytes]) -> bool:

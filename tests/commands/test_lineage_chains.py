@@ -5,12 +5,13 @@ one manifest at a time."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import clean_env, run_cli
+from tests.helpers.common import ROOT, clean_env, run_cli
 from tests.helpers.recording import make_doc, put
 
 DEEP = 600  # past Python's recursion limit of 1,000 frames, twice over for the JSON of a tree
@@ -100,3 +101,27 @@ def test_two_manifests_of_one_run_are_no_cycle(tmp_path):
     res = run_cli("lineage", "--down", "r0000", "runs", "copy", env=_env(tmp_path), cwd=tmp_path)
     assert (res.returncode, res.stderr) == (0, "")
     assert [line.split()[-4] for line in res.stdout.splitlines()] == ["r0000", "r0001", "r0002"]
+
+
+_COUNT_WALKS = """
+import collections, os, sys
+walked = collections.Counter()
+def hook(event, args):
+    if event == "os.scandir":
+        walked[os.path.abspath(args[0])] += 1
+sys.addaudithook(hook)
+from relaxrepro import cli
+code = cli.main(sys.argv[1:])
+print(code, walked[os.path.abspath("runs")])
+"""
+
+
+@pytest.mark.parametrize("down", [False, True], ids=["up", "down"])
+def test_a_run_named_by_id_is_found_and_followed_in_one_walk(tmp_path, down):
+    # lineage RUN-ID walks the tree once: the id's lookup and the chain share one snapshot of it.
+    _chain(tmp_path, 5)
+    argv = ["lineage", "r0003", "runs"] + (["--down"] if down else [])
+    for _ in range(2):  # cold, then warm
+        res = subprocess.run([sys.executable, "-c", _COUNT_WALKS] + argv, capture_output=True, text=True,
+                             cwd=str(tmp_path), env=dict(_env(tmp_path), PYTHONPATH=str(ROOT)), timeout=60)
+        assert res.stdout.splitlines()[-1] == "0 1", res.stderr

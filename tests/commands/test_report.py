@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from relaxrepro import cli
-from tests.helpers.common import FIXTURES, generate, make_repo, run_cli
+from tests.helpers.common import FIXTURES, ROOT, generate, make_repo, run_cli
 from tests.helpers.recording import make_doc, put
 
 A, B, C, D = ("20260101_000000_aaaaaaa", "20260102_000000_bbbbbbb", "20260103_000000_ccccccc",
@@ -242,3 +244,31 @@ def test_a_real_run_reported_here_with_its_patch_and_checks_verdicts(tmp_path):
     assert '<span class="d">-lr = 1</span>' in page
     assert '<span class="a">+lr = 2  # &lt;b&gt;tuned&lt;/b&gt;</span>' in page
     assert "<td>code proj commit</td>" in page and "1 lines" not in page
+
+
+_COUNT_OPENS = """
+import collections, sys
+opened = collections.Counter()
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].endswith(".json") and "manifest_" in args[0]:
+        opened[args[0]] += 1
+sys.addaudithook(hook)
+from relaxrepro import cli
+code = cli.main(sys.argv[1:])
+print(code, sorted(set(opened.values())), len(opened))
+"""
+
+
+def test_a_page_of_many_runs_reads_each_manifest_once(tmp_path):
+    # The table, the cards and every sweep come from one read of each file (a sweep's runs were read three
+    # times: the listing, the group's lookup, the whole document), a broken one among them.
+    tree = sweep_tree(tmp_path / "runs")
+    for i in range(6):
+        put(tree / "more", make_doc("20260201_00000%d_eeeeeee" % i, generated_at="2026-02-01T00:00:0%dZ" % i,
+                                    config={"resolved_args": {"lr": i}}, lineage={"group": "g%d" % (i % 2)}))
+    (tree / "more" / "manifest_broken.json").write_text("{")
+    res = subprocess.run([sys.executable, "-c", _COUNT_OPENS, "report", str(tree), "-o", str(tmp_path / "o.html")],
+                         capture_output=True, text=True, cwd=str(ROOT), timeout=120)
+    assert res.stdout.splitlines()[-1] == "0 [1] 11", res.stderr
+    page = (tmp_path / "o.html").read_text(encoding="utf-8")
+    assert page.count('class="sweep"') == 3 and "manifest_broken.json" in res.stderr

@@ -225,6 +225,8 @@ def test_the_door_reads_at_most_limit_plus_one_byte_where_stat_knows_no_size():
         read_bytes("/proc/self/status", 100)
     assert str(info.value) == "file is over the 100-byte limit for a manifest"
     assert (info.value.reason, info.value.size) == ("too_large", None)
+    # Read past the size stat gave (none), up to the limit: the whole of it.
+    assert read_bytes("/proc/self/status", 10**6).startswith(b"Name:")
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")

@@ -17,11 +17,12 @@ import re
 import sys
 
 from ...analyze.check import judge
-from ...analyze.compare import compare_group
+from ...analyze.compare import compare_docs
 from ...analyze.lineage import ancestry, descendants
 from ...manifest import scan, summary
 from ...manifest.fields import get
-from ...manifest.reader import ManifestError, read_manifest_file
+from ...manifest.model import READ_LIMIT_BYTES
+from ...manifest.reader import ManifestError, parse_manifest, read_bytes, read_manifest_file
 from ...manifest.writer import describe_os_error
 from .._common import Exit, print_json, say, unreadable_tail
 from .._pages import html as H
@@ -131,6 +132,24 @@ def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[T
     return nodes, edges
 
 
+def _sweep(group: str, paths: Sequence[str], whole: Dict[str, Any]) -> Dict[str, Any]:
+    """``compare_group``'s result for the runs at ``paths`` (in time order), from the documents in ``whole``
+    (each run read once for the page), each one missing there read now."""
+    loaded, unreadable = [], []
+    for p in paths:
+        if p not in whole:
+            try:
+                whole[p] = read_manifest_file(p)[0]
+            except ManifestError as exc:
+                whole[p] = str(exc)
+        doc = whole[p]
+        if isinstance(doc, dict):
+            loaded.append((p, doc))
+        else:
+            unreadable.append("%s: %s" % (p, doc))
+    return compare_docs(group, loaded, unreadable)
+
+
 def _by_time(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return sorted(docs, key=lambda d: (str(d.get("generated_at") or ""), str(d.get("run_id") or "")))
 
@@ -170,9 +189,35 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
     return H.page("Run %s" % rid, "run", body, H.esc(path))
 
 
+def _read_runs(roots: Sequence[str], walk: scan.Walk) -> Tuple[List[scan.Entry], Dict[str, Any]]:
+    """Every manifest below ``roots``, each read once: (entries holding the :data:`FIELDS` a card shows, or why
+    they cannot be read, as ``ls`` words it; {path: the whole checked document, or why it cannot be read as
+    ``compare`` words it}). A file the strict reader refuses still has its card when those sections read."""
+    entries: List[scan.Entry] = []
+    whole: Dict[str, Any] = {}
+    for path in scan.find_manifests(roots, walk):
+        raw: Optional[bytes] = None
+        doc: Optional[Dict[str, Any]] = None
+        try:
+            raw = read_bytes(path, READ_LIMIT_BYTES)
+            doc = whole[path] = parse_manifest(raw)[0]
+        except ManifestError as exc:
+            whole[path] = str(exc)
+        try:
+            fields = {k: doc[k] for k in FIELDS if k in doc} if doc is not None else scan.read_fields(path, FIELDS,
+                                                                                                     raw=raw)
+        except ManifestError as exc:
+            entries.append(scan.Entry(path, error=str(exc)))
+        else:
+            entries.append(scan.Entry(path, fields))
+    return entries, whole
+
+
 def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str] = None,
-              chart: Optional[str] = None) -> str:
-    """Many runs: the table, the lineage graph, one sweep per group of two runs or more, a card per run."""
+              chart: Optional[str] = None, whole: Optional[Dict[str, Any]] = None) -> str:
+    """Many runs: the table, the lineage graph, one sweep per group of two runs or more, a card per run.
+    ``whole``: {path: the whole document, or why it cannot be read} of the runs read already (the sweeps
+    compare those; a run not in it is read for its sweep)."""
     docs = _by_time([e.doc for e in entries])
     paths = {e.run_id: e.path for e in entries}
     by_id = {str(d.get("run_id")): d for d in docs}
@@ -181,7 +226,7 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
         g = get(d, "lineage.group", None)
         if isinstance(g, str) and g:
             members.setdefault(g, []).append(paths[d["run_id"]])
-    sweeps = "".join(sweep_section(compare_group(g, members[g]), by_id, chart)
+    sweeps = "".join(sweep_section(_sweep(g, members[g], whole or {}), by_id, chart)
                      for g in sorted(members) if len(members[g]) > 1 or g == group)
     nodes, edges = _graph(docs)
     labels = {(a, b): first_change(by_id[a], by_id[b]) if a in by_id else "parent not found here"
@@ -226,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
             kind, shown = "diff", [d.get("run_id") for d in docs]
         else:
             walk = scan.Walk.of(roots)
-            entries = scan.scan(roots, FIELDS, walk)
+            entries, whole = _read_runs(roots, walk)
             if walk.warning():
                 say("relaxrepro report: warning: %s", walk.warning())
             for e in entries:
@@ -240,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
                     else "readable manifest" if unread else "manifest_*.json", ", ".join(roots),
                     unreadable_tail(unread))
                 return Exit.FAIL
-            text = runs_page(good, roots, args.group, args.chart)
+            text = runs_page(good, roots, args.group, args.chart, whole)
             default = _name(args.group) if args.group else "report.html"
             kind, shown = "group" if args.group else "runs", [e.doc.get("run_id") for e in good]
         path, note = output.target(args.output, default, roots + picked, os.environ)

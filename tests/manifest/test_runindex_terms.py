@@ -1,0 +1,235 @@
+"""Every ``--where`` clause, ``--same-as``, lineage and a run-id lookup are answered by the run index's terms
+(``query.terms``): the same runs as a scan, over runs whose facts are odd (huge integers, NaN, arguments of
+every type) and next to files that are broken or planted with hostile values."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from relaxrepro.manifest import runindex
+from tests.helpers.common import clean_env, run_cli
+from tests.helpers.recording import make_doc, put
+
+OLD = time.time() - 3600  # older than the racy window: such files are stored
+
+
+def _env(tmp_path: Path) -> dict:
+    return clean_env(RELAXREPRO_CACHE_DIR=str(tmp_path / "cache"))
+
+
+def _age(path: Path) -> Path:
+    os.utime(str(path), (OLD, OLD))
+    return path
+
+
+ARGS = [{"lr": 0.0003, "optim": {"name": "adam", "betas": [0.9, 0.95]}, "epochs": 3, "fp16": True},
+        {"lr": "3e-4", "optim": {"name": "sgd"}, "epochs": "10", "fp16": False},
+        {"lr": 1e-3, "optim": {"name": "Adam"}, "epochs": 10 ** 400, "fp16": None},
+        {"lr": "NaN", "epochs": -2, "tag": "lr=3e-4 run"}]
+
+
+def _tree(tmp_path: Path) -> Path:
+    runs = tmp_path / "runs"
+    for i in range(8):
+        metrics = {"auc": 0.85 + i / 100, "loss": "NaN" if i % 3 == 0 else 1.0 / (i + 1)}
+        if i == 5:
+            metrics["count"] = 10 ** 400
+        if i == 6:
+            metrics["count"] = -(10 ** 400)
+        doc = make_doc("run%02d" % i, generated_at="2026-01-%02dT10:00:00Z" % (i + 1),
+                       code={"relax": {"commit": "%040x" % (i // 2 + 1), "dirty": False}},
+                       config={"hash": "sha256:" + "c" * 64, "resolved_args": ARGS[i % 4]},
+                       environment={"packages": {"torch": "2.3.%d" % (i % 2)}, "packages_digest": "sha256:x"},
+                       lineage={"group": "g%d" % (i % 2), "note": "Sweep LR %d" % i,
+                                **({"parent": {"run_id": "run%02d" % (i - 1), "reason": "load", "found": True}}
+                                   if i else {})},
+                       outcome={"status": "ok" if i != 3 else "failed", "exit_code": 0 if i != 3 else 1},
+                       results={"metrics": metrics})
+        _age(put(runs / doc["lineage"]["group"], doc))
+    bad = runs / "bad"
+    bad.mkdir()
+    _age_text(bad / "manifest_broken.json", "{not json")
+    _age_text(bad / "manifest_nan.json", '{\n "run_id": "nanrun",\n "schema_version": "1.0",\n "x": NaN\n}\n')
+    _age_text(bad / "manifest_deep.json", "[" * 100000 + "]" * 100000)
+    _age_text(bad / "manifest_list.json", "[1, 2]")
+    # Planted by someone else: values of every wrong type where the facts are read.
+    planted = make_doc("planted", generated_at="2026-02-01T00:00:00Z",
+                       config={"resolved_args": {"lr": {"a": {"b": {"c": {"d": {"e": 1}}}}}, "epochs": [1, "x"],
+                                                 "": "empty", "bad\u0000name": "\u202etxt"}},
+                       lineage={"group": ["not", "text"], "note": 7, "parent": "run00x"},
+                       outcome={"status": {"s": 1}, "exit_code": "zero"},
+                       results={"metrics": {"auc": True, "loss": [1], "odd": "1e999", "f1": "0.95"}},
+                       code={"relax": {"commit": 12345}, "other": "nope"})
+    _age(put(runs / "planted", planted))
+    # The same values where the reader's type checks let them through: a readable run with odd facts.
+    odd = dict(planted, run_id="odd", code={"relax": {"commit": "f" * 40, "dirty": True}},
+               lineage={"note": "\u202eodd", "parent": {"run_id": "planted"}})
+    _age(put(runs / "planted", odd))
+    return runs
+
+
+def _age_text(path: Path, text: str) -> None:
+    path.write_text(text)
+    _age(path)
+
+
+def _both(tmp_path: Path, *argv: str, code: int = 0):
+    a = run_cli(*argv, env=_env(tmp_path), cwd=tmp_path)
+    b = run_cli(*argv, "--no-index", env=_env(tmp_path), cwd=tmp_path)
+    assert (a.returncode, a.stdout, a.stderr) == (b.returncode, b.stdout, b.stderr), argv
+    assert a.returncode == code, a.stderr  # a usage error is the same both ways, and proves nothing
+    return a
+
+
+def _ids(res) -> list:
+    return [line.split()[0] for line in res.stdout.splitlines()[1:] if line.split()[0].startswith("run")]
+
+
+QUERIES = [
+    "arg.lr=3e-4", "arg.lr==0.0003", "arg.lr!=3e-4", "arg.lr>0.0005", "arg.lr<=0.0003", "arg.lr", "arg.lr=NaN",
+    "arg.optim.name=adam", "arg.optim.name~ADAM", "arg.optim.betas=[0.9, 0.95]", "arg.fp16=true", "arg.epochs=10",
+    "arg.epochs>5", "arg.epochs<0", "arg.tag~3E-4", "arg.nothing", "arg.lr.a", "arg.epochs=[1, \"x\"]",
+    "metric.auc>0.88", "metric.auc=0.87", "metric.auc!=0.87", "metric.loss", "metric.loss<0.3", "metric.loss!=0.5",
+    "metric.count>1e300", "metric.count<-1e300", "metric.count!=0", "metric.f1>0.9", "metric.odd",
+    "run=run03", "run=run0", "run!=run03", "run~RUN0", "run", "group=g1", "group!=g1", "group", "parent=run02",
+    "parent=run00x", "parent", "status=failed", "status~fail", "note~sweep lr 4", "note=Sweep LR 4", "note=7",
+    "commit=0000", "commit=" + "%040x" % 2, "commit.relax=" + "0" * 39, "commit.other", "repo=relax",
+    "repo!=relax", "exit=1", "exit!=0", "exit", "dirty", "dirty=false", "config=sha256:cc", "packages=sha256:x",
+    "pkg.torch==2.3.1", "gpus", "cuda>=12",
+]
+
+
+@pytest.mark.parametrize("where", QUERIES)
+def test_every_clause_answers_the_same_with_and_without_the_index(tmp_path, where):
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")  # build it
+    for extra in ((), ("--json",)):
+        _both(tmp_path, "ls", "runs", "--where", where, *extra)
+
+
+def test_several_clauses_same_as_and_times_answer_the_same(tmp_path):
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    for argv in (("--where", "arg.lr=3e-4", "--where", "group=g0"), ("--where", "metric.auc>0.86", "--since",
+                 "2026-01-04", "--until", "2026-01-07"), ("--same-as", "run00"), ("--same-as", "run01"),
+                 ("--same-as", "runs/g0/manifest_run02.json"),
+                 ("--same-as", "run02", "--where", "metric.auc<0.88"), ("--sort=-metric.auc", "--where", "arg.lr")):
+        _both(tmp_path, "ls", "runs", *argv)
+    res = _both(tmp_path, "ls", "runs", "--same-as", "nosuch", code=2)
+    assert res.stderr == "relaxrepro ls: error: --same-as nosuch: no such run under runs\n"
+
+
+def test_lineage_compare_and_run_ids_answer_the_same(tmp_path):
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    for argv, code in ((("lineage", "run07", "runs"), 0), (("lineage", "run00", "runs", "--down"), 0),
+                       (("lineage", "run0", "runs"), 2), (("lineage", "planted", "runs"), 1),
+                       (("lineage", "odd", "runs"), 1),
+                       (("lineage", "run07", "runs", "--json"), 0), (("compare", "--group", "g0", "runs"), 0)):
+        _both(tmp_path, *argv, code=code)
+
+
+def test_arguments_are_queried_by_value_as_text_or_number(tmp_path):
+    _tree(tmp_path)
+    env = _env(tmp_path)
+    ls = lambda *w: _ids(run_cli("ls", "runs", *w, env=env, cwd=tmp_path))  # noqa: E731
+    assert ls("--where", "arg.lr=3e-4") == ["run00", "run01", "run04", "run05"]
+    assert ls("--where", "arg.lr>0.0005") == ["run02", "run06"]
+    assert ls("--where", "arg.optim.name~adam", "--where", "group=g0") == ["run00", "run02", "run04", "run06"]
+    assert ls("--where", "arg.epochs=10") == ["run01", "run05"]
+    assert ls("--where", "metric.count>1e300") == ["run05"]
+    res = run_cli("ls", "runs", "--where", "arg.lr>fast", env=env, cwd=tmp_path)
+    assert (res.returncode, res.stdout) == (2, "")
+    assert res.stderr == "relaxrepro ls: error: --where 'arg.lr>fast': 'fast' is not a number: > compares numbers\n"
+
+
+def test_a_query_reads_the_facts_of_the_runs_it_may_match_only(tmp_path):
+    # The index selects the candidates by its terms: the facts of every other run are not read (here they
+    # are made unreadable in the database, and the answer is still the scan's).
+    _tree(tmp_path)
+    expected = {w: _both(tmp_path, "ls", "runs", "--where", w).stdout for w in ("metric.auc>0.91", "run=run02",
+                                                                                "arg.lr=1e-3", "parent=run04")}
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE docs SET facts = '{not json' WHERE path NOT IN ('g0/manifest_run02.json', "
+                 "'g1/manifest_run05.json', 'g0/manifest_run06.json', 'g1/manifest_run07.json')")
+    conn.commit()
+    conn.close()
+    for where, out in expected.items():
+        res = run_cli("ls", "runs", "--where", where, env=_env(tmp_path), cwd=tmp_path)
+        assert (res.returncode, res.stdout) == (0, out), res.stderr
+
+
+def test_an_index_of_the_previous_version_is_rebuilt_not_read(tmp_path):
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE terms")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    res = run_cli("ls", "runs", "--where", "arg.lr=3e-4", env=_env(tmp_path), cwd=tmp_path)
+    assert res.stderr.splitlines()[0] == ("relaxrepro ls: warning: run index %s: index version 2, this relaxrepro "
+                                          "writes %d; rebuilt" % (db, runindex.VERSION))
+    assert _ids(res) == ["run00", "run01", "run04", "run05"]
+    rows = sqlite3.connect(db).execute("SELECT count(*) FROM terms WHERE key = 'arg.lr'").fetchone()[0]
+    assert rows == 8  # the eight runs; planted's lr is a table: its leaves are arg.lr.a.b...
+
+
+def test_terms_follow_a_file_that_changes(tmp_path):
+    runs = _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    path = runs / "g0" / "manifest_run00.json"
+    doc = json.loads(path.read_text())
+    doc["config"]["resolved_args"]["lr"] = 0.5
+    put(runs / "g0", doc)
+    _age(path)
+    os.utime(str(path), (OLD + 5, OLD + 5))
+    assert _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=0.5")) == ["run00"]
+    assert "run00" not in _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=3e-4"))
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
+    got = sqlite3.connect(db).execute("SELECT value FROM terms WHERE key = 'arg.lr' AND path = "
+                                      "'g0/manifest_run00.json'").fetchall()
+    assert got == [(0.5,)]
+
+
+def test_a_file_read_once_for_the_listing_and_the_facts_lists_as_the_partial_reader_reads_it(tmp_path):
+    # The index parses each file once and takes the listing's sections from that parse where the partial
+    # reader would read the same: a repeated top-level key, a string that spells NaN, a large file are read
+    # as a plain `ls --no-index` reads them.
+    runs = tmp_path / "runs"
+    doc = make_doc("twice", generated_at="2026-01-01T00:00:00Z", lineage={"note": "NaN and Infinity"},
+                   results={"metrics": {"auc": "NaN"}})
+    text = put(runs, doc).read_text()
+    _age_text(runs / "manifest_twice.json", text.replace('\n "run_id": "twice",', '\n "run_id": "first",\n "run_id": '
+                                                         '"twice",'))
+    big = make_doc("big", generated_at="2026-01-02T00:00:00Z",
+                   config={"blob": "x" * 100000, "resolved_args": {"lr": 1}})
+    _age(put(runs, big))
+    plain = [run_cli("ls", "runs", *extra, env=_env(tmp_path), cwd=tmp_path) for extra in ((), ("--no-index",))]
+    assert plain[0].stdout == plain[1].stdout and "twice" in plain[0].stdout
+    _both(tmp_path, "ls", "runs", "--where", "arg.lr=1")
+    _both(tmp_path, "ls", "runs", "--where", "metric.auc")
+
+
+def test_indexes_a_build_did_not_make_are_made_by_the_next_use(tmp_path):
+    # A cold build makes its indexes after its rows: one stopped in between leaves an index without them,
+    # right but slow, until the next command makes them.
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
+    conn = sqlite3.connect(db)
+    conn.execute("DROP INDEX terms_kv")
+    conn.execute("DROP INDEX files_run")
+    conn.commit()
+    conn.close()
+    assert _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=1e-3")) == ["run02", "run06"]
+    names = {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"terms_kv", "terms_path", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
