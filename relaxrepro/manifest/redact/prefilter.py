@@ -21,7 +21,7 @@ from bisect import bisect_right
 from itertools import accumulate
 
 from .assignments import TRIGGERS, file_mode
-from .names import name_kind, sequence_kind
+from .names import KIND_SECRET, KIND_WEAK, name_kind, sequence_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -53,10 +53,10 @@ _OTHER = ("://", "uthorization", "bearer", "diff --git ", ".int", ".lan", ".loc"
 _cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]] = {}
 
 
-_RARE = frozenset(_RARITY[:_RARITY.index("h")])
-"""The characters a needle may be anchored on in the one scan (each under ~1% of source code): a position the
-scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner letters only (``pass``,
-``host``) is found by ``str.find`` instead, ~1 ns a character."""
+_RARE = frozenset(_RARITY[:_RARITY.index("c")])
+"""The characters a needle may be anchored on in the one scan (each under ~1.7% of source code): a position the
+scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner letters only (``secret``,
+``node``) is found by ``str.find`` instead, ~1 ns a character."""
 
 
 def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
@@ -65,13 +65,25 @@ def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
     alternative ends in an empty group (``lastindex``). The engine skips every position whose character anchors
     nothing."""
     rank = {c: k for k, c in enumerate(_RARITY)}
+    rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _trigger in needles]
+    used: Dict[str, int] = {}
+    for c in rarest:
+        used[c] = used.get(c, 0) + 1
     anchors: Dict[str, List[str]] = {}
-    for needle, after, trigger in needles:
-        j = min(range(len(needle)), key=lambda k: rank.get(needle[k], len(_RARITY)))
+    for (needle, after, trigger), own in zip(needles, rarest):
+        # an anchor the other needles stop at already costs nothing more (``npm_`` on their ``p``, not its ``m``)
+        shared = [c for c in needle if c != own and used.get(c, 0) > 0 and c in _RARE]
+        c = own if used[own] > 1 or not shared else max(shared, key=lambda x: used[x])
+        if c != own:
+            used[own] -= 1
+            used[c] += 1
+        j = needle.index(c)
         look = "(?<=%s)" % re.escape(needle[:j + 1]) if j else ""
         if needle[j + 1:] or after:
             look += "(?=%s%s)" % (re.escape(needle[j + 1:]), after)
         anchors.setdefault(needle[j], []).append(look + ("()" if trigger else ""))
+    for looks in anchors.values():  # a needle that makes its line hot outright first: the first that matches wins
+        looks.sort(key=lambda look: look.endswith("()"))
     # the most common anchors first: most positions tried find their branch at once
     order = sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY)))
     return "|".join("%s(?:%s)" % (re.escape(c), "|".join(anchors[c])) for c in order)
@@ -98,22 +110,45 @@ def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Opt
     return found
 
 
+_WORD_END = re.compile(r"[\w.-]*")
+
+
 def _word_at(text: str, at: int, end: int) -> Tuple[int, int]:
     """Where the run of ``[\\w.-]`` characters of ``text`` around ``text[at:end]`` starts and ends: a name as the
     assignment rule reads it."""
     a = at
     while a > 0 and (text[a - 1].isalnum() or text[a - 1] in "_.-"):
         a -= 1
-    b = end
-    n = len(text)
-    while b < n and (text[b].isalnum() or text[b] in "_.-"):
-        b += 1
-    return a, b
+    return a, _WORD_END.match(text, end).end()  # type: ignore[union-attr]
 
 
 # What follows the key of a YAML list (``api_keys:`` alone on its line), as assignments.sequence_line reads it.
 _BREAK = "\\n\\r\\x0b\\x0c\\x1c-\\x1e\\x85\\u2028\\u2029"  # where str.splitlines ends a line
 _LIST_KEY_END = re.compile(r"[\"']?[ \t]*:[ \t]*(?:#[^%s]*)?(?:[%s]|\Z)" % (_BREAK, _BREAK))
+
+
+# What must follow a name for the assignment rule to read a value under it (assignments._ASSIGN_RE and
+# _assignment): ``=`` or ``:`` (``api_key = X``, ``"token": X``), ``, "`` (``setdefault("HF_TOKEN", "X")``), or
+# blanks then a word -- only after a flag (``--api-key X``), or when the word may be a credential (16 characters
+# or more: ``token X`` in prose), or on a .netrc line (``machine h login u password X``).
+_SEPARATOR = re.compile(r"[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])")
+_BLANK_WORD = re.compile(r"[ \t]+[^\s=:]")
+_LONG_WORD = re.compile(r"[ \t]+[\"']?\S{16}")
+_NETRC_LINE = re.compile(r"[+ -]?[ \t]*(?:machine|default)\b")
+
+
+def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) -> bool:
+    """Whether the name ``text[a:b]`` (its ``name_kind`` and ``sequence_kind``; ``line``: where its line starts)
+    may have a value a rule reads: an assignment, a list below it (``tokens:`` alone on its line), a block
+    (``password: |``)."""
+    kind, seq = kinds
+    if kind:
+        if _SEPARATOR.match(text, b):
+            return True
+        if _BLANK_WORD.match(text, b) and (text[a] == "-" or (kind in (KIND_SECRET, KIND_WEAK) and (
+                _LONG_WORD.match(text, b) or _NETRC_LINE.match(text, line)))):
+            return True
+    return bool(seq) and _LIST_KEY_END.match(text, b) is not None
 
 
 def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]]) -> Optional[List[int]]:
@@ -128,7 +163,7 @@ def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]])
         return None
     starts = list(accumulate(map(len, lines), initial=0))
     hot: Set[int] = set()
-    seen: Dict[str, bool] = {}
+    seen: Dict[str, Tuple[int, int]] = {}
 
     def found(at: int, end: int, trigger: bool) -> None:
         line = bisect_right(starts, at) - 1
@@ -137,13 +172,13 @@ def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]])
         if trigger:
             a, b = _word_at(text, at, end)
             word = text[a:b]
-            says = seen.get(word)
-            if says is None:
+            kinds = seen.get(word)
+            if kinds is None:
                 name = word.lstrip("-")
-                says = seen[word] = 2 if len(name) > 80 else 1 if name_kind(name) else 0 if not sequence_kind(
-                    name) else -1
-            if not says or (says < 0 and not _LIST_KEY_END.match(text, b)):
-                return  # a list's key only where it stands alone: ``tokens:`` does, ``max_new_tokens=512`` not
+                kinds = seen[word] = (KIND_SECRET, KIND_SECRET) if len(name) > 80 else (
+                    name_kind(name), sequence_kind(name))
+            if not _may_assign(text, a, b, kinds, starts[line]):
+                return
         hot.add(line)
 
     rare, common = _needles(sorted(set(machine)))
