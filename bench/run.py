@@ -112,8 +112,8 @@ CASES += [
     ("report-ls", "read report", "package ls of report's tree (report's peer)"),
     ("idx-json", "index", "floor: json.load of every manifest of the index tree, one process (bench/runindex.py's)"),
 ]
-_QUICK_SKIPS = ("result-1g", "sha256sum-1g", "result-1g-cached", "verify-100k-names", "verify-1m-rows", "trace-1m",
-                "trace-0", "attach")
+_QUICK_SKIPS = ("result-1g", "sha256sum-1g", "result-1g-cached", "verify-100k-names", "verify-1m-rows",
+                "json-100k-names", "json-1m-rows", "trace-1m", "trace-0", "call-1m", "call-0", "attach")
 """Not under --quick: cases whose fixture is large whatever the size (a 1 GB file, a trace of a million rows, a
 million trace calls: ~4 s a round) and the W&B one (~4 s a round, its import)."""
 LABEL = {cid: label for cid, _, label in CASES}
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
         need = set(want)
         ml = peers = None
         clean_py = None
-        if need & {"floor-clean", "diff", "base-diff", "verify", "floor-json"}:
+        if need & {"floor-clean", "diff", "base-diff", "verify", "floor-json", "json-100k-names", "json-1m-rows"}:
             # The same interpreter without any site-packages: this machine's system site-packages has a
             # .pth that imports certifi at every start (~30 ms), which no user's laptop pays.
             subprocess.run([py, "-m", "venv", "--without-pip", os.path.join(work, "clean")], check=True)

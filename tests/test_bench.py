@@ -75,7 +75,7 @@ def test_what_a_case_adds_is_measured_in_floors_of_the_same_round():
 
 def test_a_slower_day_changes_no_verdict(tmp_path: Path):
     run = _bench("run")
-    cases = [cid for cid, _, _ in run.CASES if cid not in {c for c, _, _ in _bench("verify").CASES}]
+    cases = [cid for cid, _, _ in run.CASES]
 
     def verdicts(scale: float) -> dict:
         results = {cid: {"wall": [scale * (0.05 + 0.001 * i)] * 3, "rss": [50.0] * 3, "cpu": [0.01] * 3}
@@ -87,7 +87,7 @@ def test_a_slower_day_changes_no_verdict(tmp_path: Path):
 
     normal, slow = verdicts(1.0), verdicts(3.0)
     assert normal == slow
-    assert sum(v is not None for v in normal.values()) >= 15
+    assert sum(v is not None for v in normal.values()) >= 20
 
 
 def test_progress_speaks_on_a_terminal_only():
@@ -104,7 +104,7 @@ def test_progress_speaks_on_a_terminal_only():
         progress.say("case diff")
     assert quiet.getvalue() == ""
     lines = tty.getvalue().splitlines()
-    assert len(lines) == 2 and lines[0].endswith(("fixture tree of 10: 0.0 s")) and lines[1].endswith("case diff")
+    assert len(lines) == 2 and lines[0].endswith("fixture tree of 10: 0.0 s") and lines[1].endswith("case diff")
 
 
 def test_quick_fixtures_are_small():
