@@ -153,7 +153,7 @@ class Redactor:
         """Redact one string. ``key`` is the name it stands under (a dict key or a flag), if any."""
         if not isinstance(value, str):
             return value
-        if self._patches and value in self._patches:
+        if self._patches and value in self._patches and not (key and name_kind(key)):
             # A patch this Redactor gave back from lines() (the git probe's, met again in the document
             # pass): its lines are redacted, by rules a pass over it as one string would only repeat.
             return value
