@@ -29,6 +29,32 @@ import git_probe  # noqa: E402  (its builders: the 40k-file repo, dirtied, with 
 
 GIT_ENV = dict(git_probe.ENV)
 
+FULL = {"bigrepo": 40000, "ls": 10000, "report": 1000, "index": 100000, "merge": 1000}
+QUICK = {"bigrepo": 2000, "ls": 1000, "report": 200, "index": 2000, "merge": 200}
+"""The fixtures' sizes: files of the big repository, manifests of the ls, report and index trees, merge's fragments.
+``--quick`` builds the small ones (seconds, not the 10+ minutes of the full set on a fresh machine)."""
+
+
+class Progress:
+    """One line on stderr per fixture built and per case started, and a line per round, when stderr is a
+    terminal: a long run says what it is doing; a run into a file or a pipe stays quiet."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.on = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+
+    def say(self, what: str) -> None:
+        if self.on:
+            print("[%6.1f s] %s" % (time.monotonic() - self.t0, what), file=self.stream, flush=True)
+
+    def fixture(self, name: str, build):
+        """``build()``'s result, the time it took said as one line."""
+        t = time.monotonic()
+        out = build()
+        self.say("fixture %s: %.1f s" % (name, time.monotonic() - t))
+        return out
+
 # torch 2.13.0 is a CPU wheel on local disk for CPython 3.11; the rest comes from the package index.
 ML_REQUIREMENTS = ["torch==2.13.0", "numpy", "scipy", "pandas", "transformers", "datasets", "accelerate",
                    "pyarrow", "ray[default]", "scikit-learn", "matplotlib", "tensorboard", "jupyter", "evaluate",
@@ -103,8 +129,8 @@ def make_repo(path: str, files: int = 20) -> str:
 
 
 def big_repo(files: int = 40000) -> str:
-    """``CACHE/gitbig/big``: ``files`` tracked files, 20 modified, a 50 MB untracked file (git_probe's)."""
-    root = os.path.join(CACHE, "gitbig")
+    """``CACHE/gitbig[-<files>]/big``: ``files`` tracked files, 20 modified, a 50 MB untracked file (git_probe's)."""
+    root = os.path.join(CACHE, "gitbig" if files == 40000 else "gitbig-%d" % files)
     os.makedirs(root, exist_ok=True)
     repo = git_probe.build(root, files)
     git_probe.dirty(repo)

@@ -35,17 +35,6 @@ def timed(argv, env):
     return time.monotonic() - t0, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
-CASES = [("report-ls", "read report", "package ls of report's 1,000 runs (report's peer, same rounds)")]
-
-
-def add_cases(add, need: set, py: str, env_pkg: dict, tree: str) -> None:
-    """Register :data:`CASES` with bench/run.py's ``add`` (``tree``: the tree its ``report`` case reads)."""
-    add("report-ls", [py, "-m", "relaxrepro", "ls", tree], env_pkg)
-
-
-def add_budgets(results: dict, budget, pair_ratio) -> None:
-    budget("report of 1,000 runs <= 3x ls of the same tree", pair_ratio(results, "report", "report-ls"), 3.0, "x")
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

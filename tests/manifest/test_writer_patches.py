@@ -92,3 +92,27 @@ def test_a_rewrite_keeps_the_sidecar_this_run_wrote_before(tmp_path):
     (tmp_path / "manifest_r1.big.patch").write_text(text)
     assert writer.rewrite(str(path), {"run_id": "r1", "code": {"big": {"patch": {"text": text}}}}) == []
     assert json.loads(path.read_text())["code"]["big"]["patch"]["sidecar"] == "manifest_r1.big.patch"
+
+
+def _big_doc():
+    packages = {"pkg-%05d" % i: "1.%d.0" % i for i in range(4000)}  # ~100 KB: over the cap with the rest
+    return {"run_id": "r1", "code": {"repo": {"commit": "a" * 40, "patch": {"text": "+x = 1\n" * 200000}},
+                                     "other": {"commit": "b" * 40}},
+            "environment": {"packages": packages, "python": {"version": "3.11.7"}},
+            "collection": {"truncated": ["an earlier note"], "probes": {"git": {"status": "ok"}}}}
+
+
+def test_fitting_copies_only_what_it_changes_and_leaves_the_callers_document_as_it_was():
+    doc = _big_doc()
+    before = json.dumps(doc, sort_keys=True)
+    data, written, sidecars = writer.fit(doc)
+    assert json.dumps(doc, sort_keys=True) == before  # the caller's document: untouched
+    assert len(data) <= CAP_BYTES and list(sidecars) == ["manifest_r1.repo.patch"]
+    assert written["code"]["repo"]["patch"]["sidecar"] == "manifest_r1.repo.patch"
+    assert written["environment"]["packages_truncated"]["count"] == 4000
+    assert written["collection"]["truncated"][0] == "an earlier note"
+    # what no cut touched is the caller's own, not a copy (a deep copy of the whole cost ~0.2 s beside a patch)
+    assert written["code"]["other"] is doc["code"]["other"]
+    assert written["environment"]["python"] is doc["environment"]["python"]
+    assert written["collection"]["probes"] is doc["collection"]["probes"]
+    assert json.loads(data) == json.loads(writer.serialize(written))

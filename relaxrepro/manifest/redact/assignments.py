@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 _TRIGGERS = r"pass|secret|token|cred|auth|key|cookie|sig|sas|dsn|addr|host|ip|node|user|login|url|uri|endpoint|pwd"
 TRIGGER_LOW_RE = re.compile(_TRIGGERS)  # searched in the lower-cased string: faster than (?i)
+TRIGGERS = tuple(_TRIGGERS.split("|"))
+"""The words one of which a name must hold for its value to be judged by it (prefilter.py looks for them)."""
 _VALUE_END = r"\s,;'\"&)}\]<>"
 _NOT_FIRST = frozenset(",;&)}]<>|")  # a value that starts so is only a secret's (``PASS=&x``), never an address's
 # ``name = value``, ``name: value``, ``"name": "value"``, ``--flag value``. The name must contain a trigger

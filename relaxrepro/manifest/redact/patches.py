@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from ...std.lazy_re import LazyPattern
 from .assignments import BLOCK_KEY_RE, file_mode, mask_assignments, sequence_line
 from .names import KIND_SECRET, is_inert, name_kind
 from .placeholders import MASK, PRIVATE_KEY, REDACTED
+from .prefilter import hot_lines
 from .tools import mask_commands
 
 TYPE_CHECKING = False
@@ -21,10 +24,16 @@ _RUN_MAX = 64
 
 def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
     """Redact a patch line by line (see :meth:`Redactor.lines <relaxrepro.manifest.redact.redactor.Redactor.lines>`):
-    the text and the 1-based numbers of the lines that changed."""
+    the text and the 1-based numbers of the lines that changed.
+
+    Only the lines that hold something a rule looks for (:func:`~.prefilter.hot_lines`), and those a state
+    carries over to (a PEM key, a key's block, a secret's list, a continued command), go through the rules;
+    the rest are kept as they are, which is what the rules would give back for them."""
     if not isinstance(text, str):
         return text, []
-    out: List[str] = []
+    lines = text.splitlines(True)
+    hot = hot_lines(text, lines, red.needles())
+    out = list(lines)
     changed: List[int] = []
     in_key = False
     block = -1  # inside a secret's block scalar: the indentation of its key
@@ -32,7 +41,20 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
     quote = ""
     seq = None  # inside a secret's YAML list: the indentation of its key and the kind of its items
     mode = None
-    for i, line in enumerate(text.splitlines(True), 1):
+    n = len(lines)
+    k = 0  # the next of the hot lines
+    i = 0
+    while i < n:
+        if hot is not None and not (in_key or block >= 0 or run or seq is not None):
+            if k >= len(hot):
+                break  # no rule has anything left to change
+            if hot[k] < i:
+                k = bisect_left(hot, i, k)
+                continue
+            i = hot[k]  # the lines before it are kept as they are
+            k += 1
+        line = lines[i]
+        i += 1
         body = line.rstrip("\r\n")
         if in_key:
             lead = body[:1] if body[:1] in ("+", "-", " ") and not body.startswith("-----") else ""
@@ -56,12 +78,12 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
             inner, seq = sequence_line(red, new[len(lead):], seq)
             new = lead + inner
             if ("|" in body or ">" in body) and ":" in body:
-                k = BLOCK_KEY_RE.fullmatch(body, 1)
-                if k and name_kind(k.group(2)) == KIND_SECRET:
-                    block = len(k.group(1))
+                key = BLOCK_KEY_RE.fullmatch(body, 1)
+                if key and name_kind(key.group(2)) == KIND_SECRET:
+                    block = len(key.group(1))
         if new != body:
             changed.append(i)
-        out.append(new + line[len(body):])
+            out[i - 1] = new + line[len(body):]
         if quote:
             run.append(i - 1)
             if quote in body[1:] or len(run) > _RUN_MAX:

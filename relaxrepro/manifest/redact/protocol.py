@@ -7,7 +7,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; the protocol only types the passes' ``red`` argument
-    from typing import Optional, Protocol, Tuple
+    from typing import List, Optional, Protocol, Tuple
 
     class Rules(Protocol):
         """The Redactor as a pass sees it: its counts, the secrets it remembers and its string rules."""
@@ -21,3 +21,5 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; the protocol only types the p
         def text(self, value: str, key: Optional[str] = None) -> str: ...
 
         def scan(self, s: str, mode: Optional[str] = None) -> str: ...
+
+        def needles(self) -> Optional[List[str]]: ...

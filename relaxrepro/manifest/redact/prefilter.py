@@ -1,0 +1,204 @@
+"""The lines of a patch that a rule may change, found in one scan of its whole text.
+
+Every rule of :meth:`Redactor.scan <relaxrepro.manifest.redact.redactor.Redactor.scan>` fires only on a line
+holding some literal string (its *needle*): a name's trigger word (``token``, ``host``...), a shape's prefix
+(``ghp_``, ``AKIA``, ``eyJ``), ``://``, ``private key``, a client tool's name, a digit before a dot, the
+machine's hostname, home and login... A line holding none of them comes out of the rules as it went in. So the
+patch pass (patches.py) runs the rules only on the lines found here (and on the lines a state it is in carries
+over: a key's block, a list under a secret's name, a command continued with a backslash), and copies the rest.
+
+The needles are searched in the lower-cased text (a superset of the case-sensitive rules): those with a rare
+character in one regular expression anchored on it, which the engine skips to in C (~0.01 us a character,
+~0.2 us a stop), the few of common letters only with ``str.find`` (~1 ns a character); running the rules
+themselves over the text costs ~0.1 us a character. A trigger word counts only when the name around it says
+something (``api_key`` does, ``skip`` does not; ``tokens`` only as a list's key).
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from itertools import accumulate
+
+from .assignments import TRIGGERS, file_mode
+from .names import KIND_SECRET, KIND_WEAK, name_kind, sequence_kind
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
+
+# Characters from the rarest to the most common in source code (measured over CPython's standard library,
+# lower-cased): a needle is anchored on the first of its characters in this order.
+_RARITY = "~$^&?|;!7@`{}6945<3\\8q%z/2j*>[]01-k#xvwy:=b\"g',().hum_pcfdl+oianrste "
+
+_SHAPES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glcbt-", "glft-",
+           "glsoat-", "glptt-", "hf_", "api_org_", "sk-", "k_live_", "k_test_", "akia", "aiza", "gocspx-", "ya29.",
+           "1//0", "q~", "xox", "eyj", "npm_", "pypi-", "dapi", "pplx-", "wandb_v1_", "local-", "hooks.slack",
+           "private key")
+"""The literal part every shape of shapes.py starts with (and the PEM and Slack rules'), lower-cased."""
+_CASED = ("ASIA", "ABIA", "ACCA")
+"""AWS key ids' prefixes, looked for as written (the shape is upper-case): their letters are too common to
+anchor on."""
+
+_TOOLS = ("curl", "wget", "mysql", "mariadb", "-cli", "mongo", "sshpass", "smbclient", "rpcclient", "lftp", "ldap",
+          "twine", "zipcloak", "7z", "ssh-keygen", "openssl", "keytool", "mosquitto", "cqlsh", "sqlcmd", "bcp",
+          "vsql", "rabbitmqadmin")
+"""Client tools' names (tools.py); the ones below are words of ordinary text too, and count only as a command,
+followed by a blank or a backslash (``zip a.zip``, not ``zip(a, b)``; ``http POST``, not ``http://``)."""
+_TOOL_WORDS = ("http", "https", "xh", "xhs", "zip", "rar", "login")
+
+_OTHER = ("://", "uthorization", "bearer", "diff --git ", ".int", ".lan", ".loc", ".corp")
+"""URL credentials, headers, a file's header (its mode), internal names."""
+
+_cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]] = {}
+
+
+_RARE = frozenset(_RARITY[:_RARITY.index("c")])
+"""The characters a needle may be anchored on in the one scan (each under ~1.7% of source code): a position the
+scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner letters only (``secret``,
+``node``) is found by ``str.find`` instead, ~1 ns a character."""
+
+
+def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
+    """One expression for ``(needle, what must follow it, a trigger word)``: a branch per anchor character, each
+    needle anchored on its rarest character, looking behind and ahead for the rest; a trigger word's
+    alternative ends in an empty group (``lastindex``). The engine skips every position whose character anchors
+    nothing."""
+    rank = {c: k for k, c in enumerate(_RARITY)}
+    rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _trigger in needles]
+    used: Dict[str, int] = {}
+    for c in rarest:
+        used[c] = used.get(c, 0) + 1
+    anchors: Dict[str, List[str]] = {}
+    for (needle, after, trigger), own in zip(needles, rarest):
+        # an anchor the other needles stop at already costs nothing more (``npm_`` on their ``p``, not its ``m``)
+        shared = [c for c in needle if c != own and used.get(c, 0) > 0 and c in _RARE]
+        c = own if used[own] > 1 or not shared else max(shared, key=lambda x: used[x])
+        if c != own:
+            used[own] -= 1
+            used[c] += 1
+        j = needle.index(c)
+        look = "(?<=%s)" % re.escape(needle[:j + 1]) if j else ""
+        if needle[j + 1:] or after:
+            look += "(?=%s%s)" % (re.escape(needle[j + 1:]), after)
+        anchors.setdefault(needle[j], []).append(look + ("()" if trigger else ""))
+    for looks in anchors.values():  # a needle that makes its line hot outright first: the first that matches wins
+        looks.sort(key=lambda look: look.endswith("()"))
+    # the most common anchors first: most positions tried find their branch at once
+    order = sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY)))
+    return "|".join("%s(?:%s)" % (re.escape(c), "|".join(anchors[c])) for c in order)
+
+
+def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]:
+    """The expression of every needle that has a rare character (``machine``: this machine's own needles), and
+    ``(needle, what must follow it, a trigger word)`` for the others; cached."""
+    key = tuple(machine)
+    found = _cache.get(key)
+    if found is None:
+        needles = [(t, "", True) for t in TRIGGERS]
+        needles += [(n, "", False) for n in _SHAPES + _TOOLS + _OTHER + key if n]
+        needles += [(n, r"s?[ \t\\]", False) for n in _TOOL_WORDS]
+        rare = [n for n in needles if _RARE.intersection(n[0])]
+        common = tuple((n, re.compile(after) if after else None, trigger) for n, after, trigger in needles
+                       if not _RARE.intersection(n))
+        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", False),  # an IPv4 address
+                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", False),  # an IPv6 ULA one
+                 ("\\", "[\r\n]", False)]  # a command continued on the next line
+        found = (re.compile(_branch(rare)), common)
+        if len(_cache) < 16:
+            _cache[key] = found
+    return found
+
+
+_WORD_END = re.compile(r"[\w.-]*")
+
+
+def _word_at(text: str, at: int, end: int) -> Tuple[int, int]:
+    """Where the run of ``[\\w.-]`` characters of ``text`` around ``text[at:end]`` starts and ends: a name as the
+    assignment rule reads it."""
+    a = at
+    while a > 0 and (text[a - 1].isalnum() or text[a - 1] in "_.-"):
+        a -= 1
+    return a, _WORD_END.match(text, end).end()  # type: ignore[union-attr]
+
+
+# What follows the key of a YAML list (``api_keys:`` alone on its line), as assignments.sequence_line reads it.
+_BREAK = "\\n\\r\\x0b\\x0c\\x1c-\\x1e\\x85\\u2028\\u2029"  # where str.splitlines ends a line
+_LIST_KEY_END = re.compile(r"[\"']?[ \t]*:[ \t]*(?:#[^%s]*)?(?:[%s]|\Z)" % (_BREAK, _BREAK))
+
+
+# What must follow a name for the assignment rule to read a value under it (assignments._ASSIGN_RE and
+# _assignment): ``=`` or ``:`` (``api_key = X``, ``"token": X``), ``, "`` (``setdefault("HF_TOKEN", "X")``), or
+# blanks then a word -- only after a flag (``--api-key X``), or when the word may be a credential (16 characters
+# or more: ``token X`` in prose), or on a .netrc line (``machine h login u password X``).
+_SEPARATOR = re.compile(r"[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])")
+_BLANK_WORD = re.compile(r"[ \t]+[^\s=:]")
+_LONG_WORD = re.compile(r"[ \t]+[\"']?\S{16}")
+_NETRC_LINE = re.compile(r"[+ -]?[ \t]*(?:machine|default)\b")
+
+
+def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) -> bool:
+    """Whether the name ``text[a:b]`` (its ``name_kind`` and ``sequence_kind``; ``line``: where its line starts)
+    may have a value a rule reads: an assignment, a list below it (``tokens:`` alone on its line), a block
+    (``password: |``)."""
+    kind, seq = kinds
+    if kind:
+        if _SEPARATOR.match(text, b):
+            return True
+        if _BLANK_WORD.match(text, b) and (text[a] == "-" or (kind in (KIND_SECRET, KIND_WEAK) and (
+                _LONG_WORD.match(text, b) or _NETRC_LINE.match(text, line)))):
+            return True
+    return bool(seq) and _LIST_KEY_END.match(text, b) is not None
+
+
+def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]]) -> Optional[List[int]]:
+    """The 0-based numbers, ascending, of the lines of ``text`` (``lines``: its ``splitlines(True)``) that hold a
+    needle; None when there is no telling (``machine`` None: a ``--redact-pattern`` may match anything; or a text
+    whose lower-casing changes its length). ``machine``: the lower-case needles of this machine's rules
+    (hostname, home, login)."""
+    if machine is None:
+        return None
+    low = text.lower()
+    if len(low) != len(text):
+        return None
+    starts = list(accumulate(map(len, lines), initial=0))
+    hot: Set[int] = set()
+    seen: Dict[str, Tuple[int, int]] = {}
+
+    def found(at: int, end: int, trigger: bool) -> None:
+        line = bisect_right(starts, at) - 1
+        if line in hot:
+            return
+        if trigger:
+            a, b = _word_at(text, at, end)
+            word = text[a:b]
+            kinds = seen.get(word)
+            if kinds is None:
+                name = word.lstrip("-")
+                kinds = seen[word] = (KIND_SECRET, KIND_SECRET) if len(name) > 80 else (
+                    name_kind(name), sequence_kind(name))
+            if not _may_assign(text, a, b, kinds, starts[line]):
+                return
+        hot.add(line)
+
+    rare, common = _needles(sorted(set(machine)))
+    for m in rare.finditer(low):
+        found(m.start(), m.end(), m.lastindex is not None)
+    for needle, after, trigger in common:
+        at = low.find(needle)
+        while at >= 0:
+            if after is None or after.match(low, at + len(needle)):
+                found(at, at + len(needle), trigger)
+            at = low.find(needle, at + 1)
+    for needle in _CASED:
+        at = text.find(needle)
+        while at >= 0:
+            found(at, at, False)
+            at = text.find(needle, at + 1)
+    # A file whose values run to the end of their line, or on below (``.env``, ``.netrc``, ``.pgpass``): each
+    # of its lines goes through the rules. Every header holds the needle "diff --git ".
+    headers = sorted(i for i in hot if lines[i].startswith("diff --git "))
+    for k, i in enumerate(headers):
+        if file_mode(lines[i].rstrip("\r\n")) is not None:
+            hot.update(range(i, headers[k + 1] if k + 1 < len(headers) else len(lines)))
+    return sorted(hot)

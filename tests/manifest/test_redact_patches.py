@@ -1,0 +1,184 @@
+"""A patch is redacted in one pass over its text: only the lines holding something a rule looks for go through the
+rules (prefilter.py), with the very result of reading every line, wherever a secret stands in the patch."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import pytest
+
+from relaxrepro.manifest.redact import Redactor, redact_document
+from tests.helpers.redact import fakes, leaked, password, pem_key
+from tests.manifest.test_redact_leaks import LEAKS, LOOK_ALIKES, SPAN_LOOK_ALIKES, SPANNING
+
+FAKES = fakes()
+MACHINE = dict(home="/home/alice", hostname="gpu-node-17", user="alice")
+NEVER = "a(?<!a)"
+"""A --redact-pattern that matches nothing: with one, the pass reads every line (no needle tells what it matches)."""
+
+BENIGN = [
+    "import torch", "from transformers import AutoTokenizer", "", "def train(model, loader, args):",
+    "    tokenizer = AutoTokenizer.from_pretrained('meta-llama/Llama-3-8B')",
+    "    for step, batch in enumerate(loader):",
+    "        loss = model(**batch).loss", "        loss.backward()  # keep the graph small",
+    "        if step % args.log_every == 0:", "            print('step %d loss %.4f' % (step, loss.item()))",
+    "    return {'auc': 0.91, 'max_new_tokens': 512}", "x = np.zeros((3, 4), dtype=np.float32)",
+]
+
+
+def _body(n: int) -> List[str]:
+    return [("+" if i % 3 else " ") + BENIGN[i % len(BENIGN)] for i in range(n)]
+
+
+def _patch(lines: List[str], name: str = "train.py", end: str = "\n") -> str:
+    head = ["diff --git a/%s b/%s" % (name, name), "--- a/%s" % name, "+++ b/%s" % name, "@@ -1,9 +1,9 @@"]
+    return "\n".join(head + lines) + end
+
+
+def _both(text: str) -> Tuple[Tuple[str, List[int]], dict, Tuple[str, List[int]], dict]:
+    fast, every = Redactor(**MACHINE), Redactor(extra_patterns=[NEVER], **MACHINE)
+    return fast.lines(text), fast.counts, every.lines(text), every.counts
+
+
+def _planted() -> List[Tuple[str, str, str]]:
+    """``(id, line, secret)``: every shape, every client tool's option, and the machine's own names."""
+    out = [("shape-" + k, "token_note = 'rerun with %s'" % v, v) for k, v in sorted(FAKES.items())]
+    out += [("bare-" + k, v, v) for k, v in sorted(FAKES.items())]
+    out += [("leak-" + cid, line, s) for cid, line, s in LEAKS]
+    pw = password("patches/url")
+    out += [
+        ("url-credentials", "remote = 'https://bob:%s@git.example.com/o/r.git'" % pw, pw),
+        ("authorization", "headers = {'Authorization': 'Token %s'}" % pw, pw),
+        ("bearer", "curl_args = ['-H', 'Bearer %s']" % pw, pw),
+        ("private-ipv4", "MASTER = '10.11.12.13:29500'", "10.11.12.13"),
+        ("ipv6-ula", "peer = fd12:3456:789a::1", "fd12:3456:789a::1"),
+        ("internal-name", "db = 'pg.prod.corp:5432'", "pg.prod.corp"),
+        ("hostname", "ran on gpu-node-17 last night", "gpu-node-17"),
+        ("home", "data = '/home/alice/datasets/c4'", "/home/alice"),
+        ("user", "owner: alice", "alice"),
+    ]
+    return out
+
+
+PLANTED = _planted()
+
+
+def test_the_planted_set_covers_every_shape_and_tool() -> None:
+    assert len(PLANTED) >= 2 * len(FAKES) + 60
+
+
+@pytest.mark.parametrize("where", ["start", "middle", "end", "end-no-newline", "removed", "context"])
+@pytest.mark.parametrize("line,secret", [(line, s) for _, line, s in PLANTED], ids=[cid for cid, _, _ in PLANTED])
+def test_a_planted_secret_is_found_wherever_it_stands(line: str, secret: str, where: str) -> None:
+    body = _body(40)
+    lead = {"removed": "-", "context": " "}.get(where, "+")
+    at = {"start": 0, "end": 40, "end-no-newline": 40}.get(where, 17)
+    body.insert(at, lead + line)
+    text = _patch(body, end="" if where == "end-no-newline" else "\n")
+    if where == "start":
+        text = lead + line + "\n" + text  # before any header: the very first line of the text
+    fast, fast_counts, every, every_counts = _both(text)
+    assert fast == every and fast_counts == every_counts
+    assert not leaked(secret, fast[0], window=6), fast[0]
+
+
+SEPARATORS = ["\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("sep", SEPARATORS, ids=[repr(s) for s in SEPARATORS])
+def test_lines_that_python_splits_at_odd_separators(sep: str) -> None:
+    # str.splitlines splits there too: the lines the rules see, and the numbers of the lines changed, must agree
+    pw = password("patches/sep")
+    text = _patch(_body(20) + ["+DB_PASSWORD=%s%s+curl -u bob:%s https://x.example.com" % (pw, sep, pw),
+                               "+ok = 1%s+HF_TOKEN=%s" % (sep, FAKES["huggingface"])])
+    fast, fast_counts, every, every_counts = _both(text)
+    assert fast == every and fast_counts == every_counts
+    assert pw not in fast[0] and FAKES["huggingface"] not in fast[0]
+
+
+@pytest.mark.parametrize("line", [
+    "+blob = b'\\x00\\x01 \x00\x7f PK\x03\x04 \xff\xfe'",  # binary-ish: NUL and odd bytes, as surrogateescape reads
+    "+name = 'Ünïcödé 日本語 \U0001f600 api_key=%s'" % password("patches/uni"),  # UCS-4 text
+    "+\u212aEY = '%s'" % password("patches/kelvin"),  # KELVIN SIGN: lower-cases to an ASCII k
+    "+\u0130 token = %s" % password("patches/dotted-i"),  # lower-cases to two characters
+    "+\udcff\udcfe password: %s" % password("patches/surrogates"),  # undecodable bytes, surrogate-escaped
+])
+def test_binary_and_unicode_lines(line: str) -> None:
+    text = _patch(_body(30) + [line] + _body(5))
+    fast, fast_counts, every, every_counts = _both(text)
+    assert fast == every and fast_counts == every_counts
+
+
+def test_a_secret_split_across_removed_and_added_lines() -> None:
+    old, new = password("patches/old"), password("patches/new")
+    body = _body(10) + ["-WANDB_API_KEY=%s" % old, "+WANDB_API_KEY=%s" % new, "-  password: |", "-    " + old,
+                        "+  password: |", "+    " + new, "+tokens:", "+  - " + FAKES["huggingface"] + "x1",
+                        "-curl -X POST \\", "-  -u bob:%s https://x.example.com" % old, "+export HF_TOKEN=\\",
+                        "+  " + new]
+    fast, fast_counts, every, every_counts = _both(_patch(body + _body(10)))
+    assert fast == every and fast_counts == every_counts
+    assert not leaked(old, fast[0], window=6) and not leaked(new, fast[0], window=6)
+
+
+@pytest.mark.parametrize("name,text,secret", [c[1:] for c in SPANNING], ids=[c[0] for c in SPANNING])
+def test_values_below_their_name_in_a_long_patch(name: str, text: str, secret: str) -> None:
+    body = _body(50) + ["+" + line for line in text.splitlines()] + _body(50)
+    patch = _patch(body, name=name) + _patch(_body(20), name="after.py")
+    fast, fast_counts, every, every_counts = _both(patch)
+    assert fast == every and fast_counts == every_counts
+    assert not leaked(secret, fast[0], window=6)
+
+
+def test_a_pem_key_across_lines_of_a_long_patch() -> None:
+    body = _body(30) + ["+" + line for line in pem_key().splitlines()] + _body(30)
+    fast, _, every, _ = _both(_patch(body))
+    assert fast == every
+    assert all(line == "+<private-key>" for line in fast[0].splitlines()[34:34 + len(pem_key().splitlines())])
+
+
+def test_look_alikes_survive_in_a_long_patch() -> None:
+    lines = [line for line in LOOK_ALIKES] + [line for text in SPAN_LOOK_ALIKES.values() for line in text.splitlines()]
+    text = _patch(_body(40) + ["+" + line for line in lines] + _body(40))
+    fast, fast_counts, every, every_counts = _both(text)
+    assert fast == every and fast_counts == every_counts
+
+
+class _Counting(Redactor):
+    def __init__(self, **kw: str) -> None:
+        super().__init__(**kw)
+        self.read: List[str] = []
+
+    def scan(self, s, mode=None):  # type: ignore[no-untyped-def]
+        self.read.append(s)  # what the rules ran over
+        return super().scan(s, mode)
+
+
+def test_only_the_lines_holding_a_needle_go_through_the_rules() -> None:
+    pw = password("patches/count")
+    text = _patch(_body(20000) + ["+DB_PASSWORD=" + pw] + _body(20000))
+    red = _Counting(**MACHINE)
+    out, changed = red.lines(text)
+    assert pw not in out and changed == [20005]
+    assert len(red.read) <= 10, len(red.read)  # every line went through the rules: 40,005 of them
+
+
+def test_a_patch_redacted_by_lines_is_not_read_again_as_one_string() -> None:
+    pw = password("patches/again")
+    red = _Counting(**MACHINE)
+    text, _ = red.lines(_patch(_body(2000) + ["+DB_PASSWORD=" + pw]))
+    doc = {"code": {"repo": {"patch": {"text": text}}}, "command": {"argv": ["sshpass", "-p", pw + "9", "ssh", "h"]}}
+    red.read.clear()
+    out = redact_document(doc, red)
+    assert text not in red.read and out["code"]["repo"]["patch"]["text"] == text
+
+
+def test_a_value_masked_elsewhere_is_still_masked_in_a_patch() -> None:
+    pw = password("patches/copy")
+    red = Redactor(**MACHINE)
+    text, _ = red.lines(_patch(_body(2000) + ["+note = 'the db is at %s'" % pw] + _body(10)))
+    assert pw in text  # nothing in the patch says it is a secret
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}},
+                           "command": {"argv": ["python", "x.py", "--db-password", pw]}}, red)
+    patch = out["code"]["repo"]["patch"]["text"]
+    assert pw not in patch and "+note = 'the db is at ***'\n" in patch
+    assert patch.count("\n") == text.count("\n")
