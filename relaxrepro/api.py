@@ -532,7 +532,7 @@ def trace(step: Any, loss: Any = None, **scalars: Any) -> None:
     m = current_manifest()
     if m is not None:
         first = m.tracer is None
-        m.trace(step, loss, **scalars)
+        m.trace_values(step, loss, scalars)
         if first:  # the DataLoaders exist by now: unseeded workers are flagged at once
             seeding.at_first_step(m, sys._getframe(1), sys.modules)
         return
