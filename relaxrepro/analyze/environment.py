@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 
+from ..collect.probes.container_parse import DIGEST, registry_name
 from ..manifest import fields
 from ..manifest.fields import get, scalar, section
 from ..std.records import Factory, Record
@@ -38,7 +39,6 @@ _URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"\\`$<>]+$")
 """A URL a requirement, a YAML scalar and a single-quoted shell word all keep whole: no space, no quote,
 no ``<`` or ``>`` (which is how a redaction placeholder reads)."""
 _COMMIT_RE = re.compile(r"^[0-9a-fA-F]{7,64}$")
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/:-]*$")
 """An image reference FROM takes (lower-case repository, a tag), without its digest."""
 
@@ -166,12 +166,9 @@ def _image(doc: Mapping[str, Any]) -> Tuple[Optional[str], str]:
         return None, ""
     shown = safe_text(name, 200)
     digest = scalar(image.get("digest"))
-    digest = digest if digest and _DIGEST_RE.match(digest) else None
-    ref = name[len("docker://"):] if name.startswith("docker://") else name
-    if "#" in ref:  # pyxis/enroot write [USER@][REGISTRY#]IMAGE (nvcr.io#nvidia/pytorch:24.05-py3)
-        ref = ref.split("#", 1)[0].rpartition("@")[2] + "/" + ref.split("#", 1)[1]
-    ref, _, given = ref.partition("@")
-    digest = digest or (given if _DIGEST_RE.match(given) else None)
+    digest = digest if digest and DIGEST.match(digest) else None
+    ref, _, given = registry_name(name).partition("@")
+    digest = digest or (given if DIGEST.match(given) else None)
     if fields.redacted_parts(name) or ref.endswith((".sif", ".simg", ".sqsh", ".squashfs")) \
             or not _IMAGE_RE.match(ref):
         return None, "the run ran in %s image %s, which FROM cannot name: start from the image it was built from" % (

@@ -12,7 +12,7 @@ import time
 
 from ..collect import fingerprint
 from ..collect.context import which_on_path
-from ..collect.probes.container_parse import DIGEST
+from ..collect.probes.container_parse import DIGEST, pyxis_name
 from ..std.text import shell_quote
 
 TYPE_CHECKING = False
@@ -43,15 +43,6 @@ def _image(container: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _text(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
-
-
-def pyxis_name(name: str) -> str:
-    """``nvcr.io/nvidia/pytorch:24.05-py3`` as pyxis spells it (``nvcr.io#nvidia/pytorch:24.05-py3``): the
-    registry host ends at ``#``, not ``/``."""
-    head, slash, rest = name.partition("/")
-    if "#" in name or not slash or not ("." in head or ":" in head or head == "localhost"):
-        return name
-    return head + "#" + rest
 
 
 def _command(argv: Sequence[str]) -> str:

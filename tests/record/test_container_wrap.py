@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from relaxrepro.record.container_wrap import WrapError, pyxis_name, wrapper
+from relaxrepro.collect.probes.container_parse import pyxis_name
+from relaxrepro.record.container_wrap import WrapError, wrapper
 
 D = "sha256:" + "c" * 64
 W = "/scratch/work"

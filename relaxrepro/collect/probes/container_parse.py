@@ -77,6 +77,25 @@ DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 """A content digest as the manifest records it."""
 
 
+def pyxis_name(name: str) -> str:
+    """``nvcr.io/nvidia/pytorch:24.05-py3`` as pyxis spells it (``nvcr.io#nvidia/pytorch:24.05-py3``): the
+    registry host ends at ``#``, not ``/``."""
+    head, slash, rest = name.partition("/")
+    if "#" in name or not slash or not ("." in head or ":" in head or head == "localhost"):
+        return name
+    return head + "#" + rest
+
+
+def registry_name(name: str) -> str:
+    """An image name as a registry client reads it: ``docker://`` dropped, and pyxis/enroot's
+    ``[USER@][REGISTRY#]IMAGE`` (``nvcr.io#nvidia/pytorch:24.05-py3``) back to ``nvcr.io/nvidia/pytorch:24.05-py3``
+    (the inverse of :func:`pyxis_name`)."""
+    ref = name[len("docker://"):] if name.startswith("docker://") else name
+    if "#" in ref:
+        ref = ref.split("#", 1)[0].rpartition("@")[2] + "/" + ref.split("#", 1)[1]
+    return ref
+
+
 def parse_image_ref(text: str) -> Dict[str, str]:
     """``NAME@sha256:<64 hex>`` (or a bare ``NAME``) -> {name, digest}; ValueError names what is wrong.
 
