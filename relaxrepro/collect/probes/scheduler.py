@@ -126,11 +126,11 @@ def parse_slurm(env: Mapping[str, str]) -> Dict[str, Any]:
         value = _first(env, names)
         if value is not None:
             out[key] = value
-    for key, names in _SLURM_INT:
-        value = to_int(_first(env, names))
+    for key, names in _SLURM_INT:  # counts and ranks: a negative one is a lie, left out like a word
+        value = _count(_first(env, names))
         if value is not None:
             out[key] = value
-    per_node = to_int(_first(env, ("SLURM_NTASKS_PER_NODE",)))
+    per_node = _count(_first(env, ("SLURM_NTASKS_PER_NODE",)))
     if per_node is None and _first(env, ("SLURM_TASKS_PER_NODE",)) is not None:
         per_node = parse_tasks_per_node(env["SLURM_TASKS_PER_NODE"])
     if per_node is not None:
@@ -145,6 +145,11 @@ def parse_slurm(env: Mapping[str, str]) -> Dict[str, Any]:
         if n is not None:
             out["nodelist_count"] = n
     return out
+
+
+def _count(text: Optional[str]) -> Optional[int]:
+    value = to_int(text)
+    return value if value is not None and value >= 0 else None
 
 
 def _launcher_name(env: Mapping[str, str]) -> Optional[str]:

@@ -59,6 +59,15 @@ def test_unreadable_numbers_are_left_out_not_guessed():
     assert scheduler.parse_launcher(env) == {"RANK": 0}
 
 
+@pytest.mark.parametrize("per_node,tasks,gpus", [("many", "8(x2),4", "x"), ("", "(x2)", "-1"), ("8", "", "4.5")])
+def test_unreadable_tasks_and_gpus_per_node_are_left_out_not_guessed(per_node, tasks, gpus):
+    env = {"SLURM_JOB_ID": "12", "SLURM_NTASKS_PER_NODE": per_node, "SLURM_TASKS_PER_NODE": tasks,
+           "SLURM_GPUS_ON_NODE": gpus}
+    out = scheduler.parse_slurm(env)
+    assert "gpus_on_node" not in out
+    assert out.get("ntasks_per_node") == (8 if per_node == "8" else None)
+
+
 def test_torchrun_options_as_pet_variables():
     env = {"PET_NNODES": "2", "PET_NPROC_PER_NODE": "8", "PATH": "/usr/bin"}
     assert scheduler.parse_launcher(env) == {"PET_NNODES": 2, "PET_NPROC_PER_NODE": 8}
