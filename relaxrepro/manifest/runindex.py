@@ -50,6 +50,7 @@ from .indexdb import (
     update,
 )
 from .indexdb import VERSION as VERSION  # what ls keys its kept answers by
+from .query import narrowing, parse
 from .runrow import STORED, Row, read_row
 from .scan import Walk, walk_root
 from .treesig import join, stored_signatures, tree_digest, walk
@@ -129,6 +130,63 @@ def find_run(run_id: str, roots: Sequence[str]) -> Optional[str]:
         return next((r.path for r in src.lookup("run_id", run_id)), None)
     finally:
         src.close()
+
+
+def runs(*roots: str, use_index: bool = True) -> Runs:
+    """The runs below the directories ``roots``, to ask from Python (``relaxrepro.runs``): see :class:`Runs`."""
+    if not roots:
+        raise ValueError("relaxrepro.runs: name at least one directory")
+    for root in roots:
+        if not os.path.isdir(root):
+            raise FileNotFoundError("relaxrepro.runs: no such directory: %s" % root)
+    return Runs(list(roots), use_index)
+
+
+class Runs:
+    """The runs below some directories, asked from Python as ``ls`` asks them: ``get(run_id)`` and
+    ``where("metric.auc>0.9", ...)`` (the ``--where`` language, :mod:`query`).
+
+    Each call checks the tree as it is at that moment, as every command does (the directories walked, each
+    manifest ``stat``\\ed, a new or changed file read again): the answer is a scan's, with the index or without
+    (``use_index=False``), however long the object is kept. So a call costs the walk, about 4 us a manifest
+    here, plus the index's answer; keeping the object saves only the set-up (bench/RESULTS.md, issue 32).
+    The rows are :class:`~relaxrepro.manifest.runrow.Row`\\ s with their ``doc`` and ``facts``. ``warnings``:
+    what the last call had to say (a database bypassed or rebuilt)."""
+
+    _WANT = ("doc", "facts")
+
+    def __init__(self, roots: List[str], use_index: bool = True) -> None:
+        self.roots, self.use_index = roots, use_index
+        self.warnings: List[str] = []
+
+    def _open(self) -> Source:
+        src = open_roots([r for r in self.roots if os.path.exists(r)], use_index=self.use_index, want=self._WANT)
+        self.warnings = list(src.warnings)
+        return src
+
+    def get(self, run_id: str) -> Optional[Row]:
+        """The run ``run_id`` (the first in walk order when copies share it), or None. A manifest whose listed
+        fields cannot be read but that records the id is found with its ``error`` set, as ``lineage`` finds it."""
+        src = self._open()
+        try:
+            return next(iter(src.lookup("run_id", run_id, self._WANT)), None)
+        finally:
+            src.close()
+
+    def where(self, *exprs: str) -> List[Row]:
+        """The readable runs that pass every expression (``ls --where``'s), in walk order;
+        :class:`~relaxrepro.manifest.query.QueryError` (a ``ValueError``) for one that does not parse, before
+        anything is read. Unreadable manifests are left out (``ls`` names them)."""
+        clauses = [parse(e) for e in exprs]
+        src = self._open()
+        try:
+            sets = src.packages() if any(c.package is not None for c in clauses) else {}
+            cond, params = narrowing(clauses, sets)
+            rows = src.find(cond, params, None, self._WANT)
+        finally:
+            src.close()
+        return [r for r in rows if r.error is None
+                and all(c.test(r.facts, sets.get(r.pkgkey) if r.pkgkey else None) for c in clauses)]
 
 
 class Source(Record):
