@@ -97,9 +97,12 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
 
 def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = (),
                env: Optional[Mapping[str, str]] = None,
-               progress: Optional[Callable[[int, int], None]] = None) -> Source:
+               progress: Optional[Callable[[int, int], None]] = None, memo: Optional[Dict[str, Any]] = None
+               ) -> Source:
     """The manifests below ``roots``, checked against the files now, to be asked with :meth:`Source.find`
-    (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`)."""
+    (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`);
+    ``memo``: a dictionary kept by a caller that opens the same roots again (:class:`Runs`), where each
+    root's last walk and its digest are remembered: a walk equal to the last needs no digest computed."""
     src = Source()
     rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
@@ -109,7 +112,7 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
             continue
         try:
             src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
-                                      progress))
+                                      progress, memo))
         except Bypass as exc:
             src.warnings.append("run index %s; listing without it" % exc.args[0])
             src.unstored.append("run index %s" % exc.args[0])
@@ -158,9 +161,14 @@ class Runs:
     def __init__(self, roots: List[str], use_index: bool = True) -> None:
         self.roots, self.use_index = roots, use_index
         self.warnings: List[str] = []
+        self._memo: Dict[str, Any] = {}  # each root's last walk and digest (open_roots)
+        # A changed tree is hashed again (treesig.tree_digest): OpenSSL's sha256 is ~6x faster than the builtin
+        # one, and an object kept for many calls pays its import once.
+        import hashlib  # noqa: F401 - lazy: ~3.3 ms, only for an object that is asked again and again
 
     def _open(self) -> Source:
-        src = open_roots([r for r in self.roots if os.path.exists(r)], use_index=self.use_index, want=self._WANT)
+        src = open_roots([r for r in self.roots if os.path.exists(r)], use_index=self.use_index, want=self._WANT,
+                         memo=self._memo)
         self.warnings = list(src.warnings)
         return src
 
@@ -402,7 +410,7 @@ def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
 
 
 def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warnings: List[str],
-             progress: Optional[Callable[[int, int], None]]) -> _Part:
+             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None) -> _Part:
     path = db_path(directory, root)
     refused = untrusted(directory, path)
     if refused:
@@ -422,7 +430,7 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
             warnings.append("run index %s: %s; rebuilt" % (path, reason_of(exc)))
             continue
         try:
-            part = _refresh(conn, root, walked, want, progress)
+            part = _refresh(conn, root, walked, want, progress, memo)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
@@ -438,15 +446,22 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
 
 
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
-             progress: Optional[Callable[[int, int], None]]) -> _Part:
+             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
-    its rows hold when they must be kept in memory, see :func:`listing`)."""
+    its rows hold when they must be kept in memory, see :func:`listing`; ``memo``: see :func:`open_roots`)."""
     part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
-    sigs = stored_signatures(walked, set())
-    digest = tree_digest(sigs)
+    last = memo.get(root) if memo is not None else None
+    if last is not None and last[0] == walked:  # every name and key as last time: the same signatures
+        sigs, digest, whole = last[1], last[2], True
+    else:
+        sigs = stored_signatures(walked, set())
+        digest = tree_digest(sigs)
+        whole = not any(None in keys for _, _, keys in walked)  # no file vanished between listing and stat
+        if memo is not None and whole:
+            memo[root] = (walked, sigs, digest)
     conn.execute("BEGIN")
     tree, writes = conn.execute("SELECT tree, gen FROM state").fetchone()
-    if tree == digest and not any(None in keys for _, _, keys in walked):  # this snapshot is the tree
+    if tree == digest and whole:  # this snapshot is the tree
         part.conn, part.digest = conn, digest
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))

@@ -282,6 +282,10 @@ def test_runs_sees_a_file_changed_between_two_calls(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAXREPRO_CACHE_DIR", str(tmp_path / "cache"))
     runs = relaxrepro.runs(str(runs_dir))
     assert [r.run_id for r in runs.where("arg.lr=0.5")] == []
+    # The tree unchanged but its database gone (a cache cleaned): the object remembers the walk, never the rows.
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(runs_dir))
+    os.unlink(db)
+    assert [r.run_id for r in runs.where("arg.lr=1e-3")] == ["run02", "run06"] and os.path.exists(db)
     path = runs_dir / "g0" / "manifest_run00.json"
     doc = json.loads(path.read_text())
     doc["config"]["resolved_args"]["lr"] = 0.5
@@ -312,3 +316,20 @@ def test_runs_refuses_a_bad_query_before_reading_anything(tmp_path, monkeypatch)
     with pytest.raises(ValueError) as none:
         relaxrepro.runs()
     assert str(none.value) == "relaxrepro.runs: name at least one directory"
+
+
+def test_the_tree_digest_is_the_same_whichever_sha256_computes_it(tmp_path, monkeypatch):
+    import sys
+
+    from relaxrepro.manifest import treesig
+    from relaxrepro.manifest.scan import Walk
+
+    runs = str(_tree(tmp_path))
+    sigs = treesig.stored_signatures(treesig.walk(runs, Walk.of([runs])), set())
+    monkeypatch.setattr(treesig, "OPENSSL_FROM", 0)
+    openssl = treesig.tree_digest(sigs)
+    monkeypatch.setattr(treesig, "OPENSSL_FROM", 1 << 60)
+    monkeypatch.delitem(sys.modules, "hashlib")
+    builtin = treesig.tree_digest(sigs)
+    assert "hashlib" not in sys.modules  # the builtin one computed it
+    assert openssl == builtin and len(builtin) == 32
