@@ -5,6 +5,8 @@ query with no match over the same 10,000 runs, each tool in one warm process, ca
     python bench/mlflow_query.py serve-ours TREE ID      answer lines on stdin: get, where, floor, quit
     python bench/mlflow_query.py serve-mlflow DIR ID     the same for MLflow (peers venv; ID: our run id)
     python bench/mlflow_query.py once-mlflow DIR get|where ID   one call in a fresh process (peers venv)
+    python bench/mlflow_query.py parts TREE ID           where our calls spend their time (warm index)
+    python bench/mlflow_query.py compare N [ROUNDS]      the in-process shapes alone at N runs (built if need be)
 
 The tree is bench/runindex.py's (its manifests have run ids, groups, parents, metrics, arguments, packages);
 the store holds each of its runs as an MLflow run: the arguments as params, the metrics, and tags for the run
@@ -180,6 +182,55 @@ def serve_ours(tree: str, run_id: str) -> int:
                    "floor": lambda: len(treesig.walk(tree, Walk.of([tree])))})
 
 
+def parts(tree: str, run_id: str, calls: int = 40) -> int:
+    """Where a call of ours spends its time (medians over ``calls`` calls of each shape, warm, in process): the
+    walk and stat, the database's check (connect, the stored digest against the walk's), the query and its rows
+    (SQL, Row objects, walk order), the decoding of the document and facts a fetch returns."""
+    import relaxrepro
+    from relaxrepro.manifest import runindex
+
+    spent: dict = {}
+
+    def timed(name: str, fn):
+        def wrapper(*a, **k):
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
+        return wrapper
+
+    runindex.walk = timed("walk and stat", runindex.walk)
+    runindex.connect = timed("connect", runindex.connect)
+    runindex._refresh = timed("check (digest, state)", runindex._refresh)
+    runs = relaxrepro.runs(tree)
+    shapes = {"get": lambda: runs.get(run_id), "where": lambda: runs.where(METRIC[0])}
+    for fn in shapes.values():
+        for _ in range(WARM):
+            fn()
+    for shape, fn in shapes.items():
+        rows: dict = {}
+        for _ in range(calls):
+            spent.clear()
+            t0 = time.perf_counter()
+            got = fn()
+            t1 = time.perf_counter()
+            if shape == "get":
+                _ = (got.doc, got.facts)  # the decoding a caller's first look costs
+            t2 = time.perf_counter()
+            rest = (t1 - t0) - sum(spent.values())
+            for name, value in list(spent.items()) + [("query and rows (SQL, Row, order)", rest),
+                                                      ("decode doc + facts", t2 - t1), ("total", t2 - t0)]:
+                rows.setdefault(name, []).append(value)
+        total = statistics.median(rows["total"])
+        for name, values in rows.items():
+            if shape == "where" and name.startswith("decode"):
+                continue
+            ms = statistics.median(values) * 1000
+            print("%-6s %-34s %8.2f ms  %5.1f%%" % (shape, name, ms, 100.0 * ms / 1000 / total))
+    return 0
+
+
 def serve_mlflow(out: str, run_id: str) -> int:
     os.environ.update(MLFLOW_ENV)
     from mlflow.tracking import MlflowClient
@@ -293,6 +344,36 @@ def add_budgets(results: dict, budget, pair_ratio) -> None:
                1.5, "x", "mlq-floor")
 
 
+def compare(n: int, rounds: int) -> int:
+    """The in-process shapes alone at ``n`` runs (tree, store and index built as bench/run.py builds them, the
+    index in a temporary cache): each case's median and the ratios, per round."""
+    import shutil
+    import tempfile
+
+    import _setup
+    import runindex as ri
+
+    peers = _setup.venv_python(_setup.ensure_venv("peersvenv", _setup.PEER_REQUIREMENTS))
+    tree = ri.tree(n)
+    out = store(tree, n, _setup.CACHE, peers)
+    work = tempfile.mkdtemp(prefix="relaxrepro-bench-mlq-")
+    try:
+        env = dict(os.environ, PYTHONPATH=ROOT, RELAXREPRO_CACHE_DIR=work)
+        subprocess.run([sys.executable, "-m", "relaxrepro", "index", tree], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        results: dict = {}
+        in_process(rounds, sys.executable, peers, tree, out, ri.lineage_target(n), env, results)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for cid in IN_PROCESS:
+        print("%-10s %8.2f ms" % (cid, statistics.median(results[cid]["wall"]) * 1000))
+    for a, b in (("mlq-get", "mlf-get"), ("mlq-where", "mlf-where"), ("mlq-get", "mlq-floor"),
+                 ("mlq-where", "mlq-floor")):
+        print("%s / %s: %.2fx (median of per-round ratios)" % (a, b, statistics.median(
+            x / y for x, y in zip(results[a]["wall"], results[b]["wall"]))))
+    return 0
+
+
 def main(argv: list) -> int:
     what = argv[0]
     if what == "store":
@@ -304,6 +385,10 @@ def main(argv: list) -> int:
         return serve_mlflow(argv[1], argv[2])
     if what == "once-mlflow":
         return once_mlflow(argv[1], argv[2], argv[3])
+    if what == "parts":
+        return parts(argv[1], argv[2])
+    if what == "compare":
+        return compare(int(argv[1]), int(argv[2]) if len(argv) > 2 else 10)
     raise SystemExit("unknown step %r" % what)
 
 

@@ -14,7 +14,8 @@ symlink), never pyenv shims; `python` in the recorded command resolves to that b
 Slow fixtures are built once and reused under bench/.cache (or $RELAXREPRO_BENCH_CACHE): the ML venv
 (torch 2.13.0 CPU, numpy, scipy, pandas, transformers, datasets, accelerate, pyarrow, ray[default]), the
 peers venv (wandb, mlflow), a 40k-file repo with a 50 MB untracked file, trees of 10,000, 1,000 and 100,000
-manifests, a repo with 3.5 MB of uncommitted change.
+manifests, a repo with 3.5 MB of uncommitted change, an MLflow SQLite store of the 10,000-run index tree
+(bench/mlflow_query.py: its cases run relaxrepro and MLflow each in one warm process, call by call).
 --quick runs 5 rounds over small fixtures (_setup.QUICK: a 2,000-file repo, trees of 1,000, 200 and 2,000
 manifests), skips the cases that need a 1 GB file or a million-row trace, and skips the venv cases when their
 venv is not built yet: ~2 minutes from an empty cache on 2 cores. On a terminal, stderr says each fixture built
