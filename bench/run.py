@@ -224,7 +224,8 @@ def main(argv=None) -> int:
         skipped = [c for c in want if c in _QUICK_SKIPS]
         want = [c for c in want if c not in _QUICK_SKIPS]
         if skipped:
-            notes.append("--quick: %s not run (a large fixture at any size, or W&B's import)" % ", ".join(skipped))
+            notes.append("--quick: %s not run (a large fixture at any size, W&B's import, or MLflow's store and peers "
+                         "venv)" % ", ".join(skipped))
         notes.append("--quick fixtures: %s" % ", ".join("%s %d" % kv for kv in sorted(sizes.items())))
     progress = _setup.Progress()
     if not args.baseline:
