@@ -29,9 +29,10 @@ import git_probe  # noqa: E402  (its builders: the 40k-file repo, dirtied, with 
 
 GIT_ENV = dict(git_probe.ENV)
 
-FULL = {"bigrepo": 40000, "ls": 10000, "report": 1000, "index": 100000, "merge": 1000}
-QUICK = {"bigrepo": 2000, "ls": 1000, "report": 200, "index": 2000, "merge": 200}
-"""The fixtures' sizes: files of the big repository, manifests of the ls, report and index trees, merge's fragments.
+FULL = {"bigrepo": 40000, "ls": 10000, "report": 1000, "index": 100000, "merge": 1000, "mlflowq": 10000}
+QUICK = {"bigrepo": 2000, "ls": 1000, "report": 200, "index": 2000, "merge": 200, "mlflowq": 1000}
+"""The fixtures' sizes: files of the big repository, manifests of the ls, report and index trees, merge's fragments,
+runs of the tree and MLflow store the in-process queries compare (bench/mlflow_query.py).
 ``--quick`` builds the small ones (seconds, not the 10+ minutes of the full set on a fresh machine)."""
 
 

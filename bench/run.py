@@ -14,7 +14,8 @@ symlink), never pyenv shims; `python` in the recorded command resolves to that b
 Slow fixtures are built once and reused under bench/.cache (or $RELAXREPRO_BENCH_CACHE): the ML venv
 (torch 2.13.0 CPU, numpy, scipy, pandas, transformers, datasets, accelerate, pyarrow, ray[default]), the
 peers venv (wandb, mlflow), a 40k-file repo with a 50 MB untracked file, trees of 10,000, 1,000 and 100,000
-manifests, a repo with 3.5 MB of uncommitted change.
+manifests, a repo with 3.5 MB of uncommitted change, an MLflow SQLite store of the 10,000-run index tree
+(bench/mlflow_query.py: its cases run relaxrepro and MLflow each in one warm process, call by call).
 --quick runs 5 rounds over small fixtures (_setup.QUICK: a 2,000-file repo, trees of 1,000, 200 and 2,000
 manifests), skips the cases that need a 1 GB file or a million-row trace, and skips the venv cases when their
 venv is not built yet: ~2 minutes from an empty cache on 2 cores. On a terminal, stderr says each fixture built
@@ -108,14 +109,17 @@ CASES = [
 CASES += __import__("verify").CASES  # issue 18: bench/verify.py
 CASES += __import__("runindex").CASES  # the index's queries and cold build, to their floors
 CASES += __import__("patch").CASES
+CASES += __import__("mlflow_query").CASES  # issue 32: in process against MLflow on SQLite
 CASES += [
     ("floor-json", "floor read", "floor: clean venv python, json.load of the two ~30 KB manifests diff reads"),
     ("report-ls", "read report", "package ls of report's tree (report's peer, same rounds)"),
 ]
 _QUICK_SKIPS = ("result-1g", "sha256sum-1g", "result-1g-cached", "verify-100k-names", "verify-1m-rows",
-                "json-100k-names", "json-1m-rows", "trace-1m", "trace-0", "call-1m", "call-0", "attach")
+                "json-100k-names", "json-1m-rows", "trace-1m", "trace-0", "call-1m", "call-0", "attach") + tuple(
+    cid for cid, _, _ in __import__("mlflow_query").CASES)
 """Not under --quick: cases whose fixture is large whatever the size (a 1 GB file, a trace of a million rows, a
-million trace calls: ~4 s a round) and the W&B one (~4 s a round, its import)."""
+million trace calls: ~4 s a round), the W&B one (~4 s a round, its import) and MLflow's queries (the peers venv
+and a store of 10,000 runs: ~2 minutes to build once)."""
 LABEL = {cid: label for cid, _, label in CASES}
 
 
@@ -220,7 +224,8 @@ def main(argv=None) -> int:
         skipped = [c for c in want if c in _QUICK_SKIPS]
         want = [c for c in want if c not in _QUICK_SKIPS]
         if skipped:
-            notes.append("--quick: %s not run (a large fixture at any size, or W&B's import)" % ", ".join(skipped))
+            notes.append("--quick: %s not run (a large fixture at any size, W&B's import, or MLflow's store and peers "
+                         "venv)" % ", ".join(skipped))
         notes.append("--quick fixtures: %s" % ", ".join("%s %d" % kv for kv in sorted(sizes.items())))
     progress = _setup.Progress()
     if not args.baseline:
@@ -284,7 +289,8 @@ def main(argv=None) -> int:
             if ml is None:
                 notes.append("ML venv not built yet (%s): its cases skipped under --quick; run without "
                              "--quick once to build it" % os.path.join(_setup.CACHE, "mlvenv"))
-        if need & {"wandb", "mlflow"}:
+        mlq = need & {c for c, g, _ in CASES if g == "mlflowq"}
+        if need & {"wandb", "mlflow"} or mlq:
             peers = _setup.ensure_venv("peersvenv", _setup.PEER_REQUIREMENTS, create=not args.quick)
             if peers is None:
                 notes.append("peers venv not built yet: wandb/mlflow skipped under --quick")
@@ -388,8 +394,24 @@ def main(argv=None) -> int:
             cold_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(work, "coldcache"))
             wall, rss, rc, cpu = measure([py, pyz] + gen + train, repo, cold_env)
             results["pyz-cold"] = {"wall": [wall], "rss": [rss], "cpu": [cpu]}
+        mq = __import__("mlflow_query")
+        if mlq and peers:
+            import runindex as ri
+
+            n = sizes["mlflowq"]
+            mtree = progress.fixture("index tree of %d" % n, lambda: ri.tree(n))
+            mstore = progress.fixture("MLflow store of %d runs" % n, lambda: mq.store(
+                mtree, n, _setup.CACHE, _setup.venv_python(peers)))
+            mq_env = dict(env_pkg, RELAXREPRO_CACHE_DIR=os.path.join(work, "mlqidx"))
+            subprocess.run([py, "-m", "relaxrepro", "index", mtree], env=mq_env, check=True)
+            mq.add_cases(add, need, py, _setup.venv_python(peers), mtree, mstore, ri.lineage_target(n), mq_env)
         if cases:
             run_rounds(cases, rounds, results, progress)
+        if mlq and peers and mlq & set(mq.IN_PROCESS):
+            answers = mq.in_process(rounds, py, _setup.venv_python(peers), mtree, mstore, ri.lineage_target(n),
+                                    mq_env, results, progress)
+            versions["mlflowq answers (result sizes per call)"] = json.dumps(answers, sort_keys=True)
+            versions["mlflowq versions"] = mq.versions(_setup.venv_python(peers))
 
         ray_ids = [c for c in ("ray-generate", "ray-status", "ray-list") if c in need]
         if ray_ids and ml:
@@ -467,6 +489,7 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     __import__("verify").add_budgets(results, budget, pair_ratio)
     __import__("patch").add_budgets(results, budget, per_round_over)
     __import__("runindex").add_budgets(results, budget, pair_ratio)
+    __import__("mlflow_query").add_budgets(results, budget, pair_ratio)
 
     budget("cold index <= 2x a bare json.load of every file (was <= 60 s for 100,000)",
            pair_ratio(results, "idx-cold", "idx-json"), 2.0, "x", "idx-json")

@@ -8,7 +8,7 @@ from relaxrepro._version import __version__
 
 __all__ = ["__version__", "collect_manifest", "update_manifest", "write_manifest", "recorded", "load_manifest",
            "Manifest", "ManifestError", "trace", "should_stop", "result",
-           "seed_everything"]
+           "seed_everything", "runs"]
 
 _LAZY = {
     "collect_manifest": "relaxrepro.api",
@@ -22,6 +22,7 @@ _LAZY = {
     "load_manifest": "relaxrepro.manifest.reader",
     "ManifestError": "relaxrepro.manifest.reader",
     "Manifest": "relaxrepro.manifest.model",
+    "runs": "relaxrepro.manifest.runindex",
 }
 
 

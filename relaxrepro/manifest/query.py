@@ -397,3 +397,22 @@ def _arg_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, Lis
         # the test then refuses.
         return _term(key, "value %s ?" % op, arg_number(value))
     return _term(key)  # alone, ~ and != pass only a run with the argument
+
+
+def narrowing(clauses: List[Clause], sets: Dict[str, Dict[str, str]]) -> Tuple[str, List[Any]]:
+    """(a condition over the index's ``files`` table, its parameters) that every run passing all ``clauses`` meets
+    ("" when none narrows them): the package sets that pass the package clauses (``sets``: each known set by its
+    key), then each clause's ``sql``."""
+    conds: List[str] = []
+    params: List[Any] = []
+    by_pkg = [c for c in clauses if c.package is not None]
+    if by_pkg:
+        match = [k for k, p in sets.items() if all(c.test({}, p) for c in by_pkg)]
+        if len(match) <= 500:  # SQLite's parameters are bounded; past a few hundred sets the test decides
+            conds.append("pkgkey IN (%s)" % ", ".join("?" * len(match)))
+            params.extend(match)
+    for c in clauses:
+        if c.sql is not None:
+            conds.append(c.sql[0])
+            params.extend(c.sql[1])
+    return " AND ".join(conds), params

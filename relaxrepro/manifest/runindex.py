@@ -50,6 +50,7 @@ from .indexdb import (
     update,
 )
 from .indexdb import VERSION as VERSION  # what ls keys its kept answers by
+from .query import narrowing, parse
 from .runrow import STORED, Row, read_row
 from .scan import Walk, walk_root
 from .treesig import join, stored_signatures, tree_digest, walk
@@ -96,9 +97,12 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
 
 def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = (),
                env: Optional[Mapping[str, str]] = None,
-               progress: Optional[Callable[[int, int], None]] = None) -> Source:
+               progress: Optional[Callable[[int, int], None]] = None, memo: Optional[Dict[str, Any]] = None
+               ) -> Source:
     """The manifests below ``roots``, checked against the files now, to be asked with :meth:`Source.find`
-    (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`)."""
+    (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`);
+    ``memo``: a dictionary kept by a caller that opens the same roots again (:class:`Runs`), where each
+    root's last walk and its digest are remembered: a walk equal to the last needs no digest computed."""
     src = Source()
     rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
@@ -108,7 +112,7 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
             continue
         try:
             src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
-                                      progress))
+                                      progress, memo))
         except Bypass as exc:
             src.warnings.append("run index %s; listing without it" % exc.args[0])
             src.unstored.append("run index %s" % exc.args[0])
@@ -129,6 +133,69 @@ def find_run(run_id: str, roots: Sequence[str]) -> Optional[str]:
         return next((r.path for r in src.lookup("run_id", run_id)), None)
     finally:
         src.close()
+
+
+def runs(*roots: str, use_index: bool = True) -> Runs:
+    """The runs below the directories ``roots``, to ask from Python (``relaxrepro.runs``): see :class:`Runs`."""
+    if not roots:
+        raise ValueError("relaxrepro.runs: name at least one directory")
+    for root in roots:
+        if not os.path.isdir(root):
+            raise FileNotFoundError("relaxrepro.runs: no such directory: %s" % root)
+    return Runs(list(roots), use_index)
+
+
+class Runs:
+    """The runs below some directories, asked from Python as ``ls`` asks them: ``get(run_id)`` and
+    ``where("metric.auc>0.9", ...)`` (the ``--where`` language, :mod:`query`).
+
+    Each call checks the tree as it is at that moment, as every command does (the directories walked, each
+    manifest ``stat``\\ed, a new or changed file read again): the answer is a scan's, with the index or without
+    (``use_index=False``), however long the object is kept. So a call costs the walk, about 4 us a manifest
+    here, plus the index's answer (~6% more); keeping the object saves only hashing an unchanged tree again
+    (bench/RESULTS.md, issue 32: 10,000 runs, ~8x MLflow's get_run on SQLite, ~5x its search_runs).
+    The rows are :class:`~relaxrepro.manifest.runrow.Row`\\ s with their ``doc`` and ``facts``. ``warnings``:
+    what the last call had to say (a database bypassed or rebuilt)."""
+
+    _WANT = ("doc", "facts")
+
+    def __init__(self, roots: List[str], use_index: bool = True) -> None:
+        self.roots, self.use_index = roots, use_index
+        self.warnings: List[str] = []
+        self._memo: Dict[str, Any] = {}  # each root's last walk and digest (open_roots)
+        # A changed tree is hashed again (treesig.tree_digest): OpenSSL's sha256 is ~6x faster than the builtin
+        # one, and an object kept for many calls pays its import once.
+        import hashlib  # noqa: F401 - lazy: ~3.3 ms, only for an object that is asked again and again
+
+    def _open(self) -> Source:
+        src = open_roots([r for r in self.roots if os.path.exists(r)], use_index=self.use_index, want=self._WANT,
+                         memo=self._memo)
+        self.warnings = list(src.warnings)
+        return src
+
+    def get(self, run_id: str) -> Optional[Row]:
+        """The run ``run_id`` (the first in walk order when copies share it), or None. A manifest whose listed
+        fields cannot be read but that records the id is found with its ``error`` set, as ``lineage`` finds it."""
+        src = self._open()
+        try:
+            return next(iter(src.lookup("run_id", run_id, self._WANT)), None)
+        finally:
+            src.close()
+
+    def where(self, *exprs: str) -> List[Row]:
+        """The readable runs that pass every expression (``ls --where``'s), in walk order;
+        :class:`~relaxrepro.manifest.query.QueryError` (a ``ValueError``) for one that does not parse, before
+        anything is read. Unreadable manifests are left out (``ls`` names them)."""
+        clauses = [parse(e) for e in exprs]
+        src = self._open()
+        try:
+            sets = src.packages() if any(c.package is not None for c in clauses) else {}
+            cond, params = narrowing(clauses, sets)
+            rows = src.find(cond, params, None, self._WANT)
+        finally:
+            src.close()
+        return [r for r in rows if r.error is None
+                and all(c.test(r.facts, sets.get(r.pkgkey) if r.pkgkey else None) for c in clauses)]
 
 
 class Source(Record):
@@ -344,7 +411,7 @@ def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
 
 
 def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warnings: List[str],
-             progress: Optional[Callable[[int, int], None]]) -> _Part:
+             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None) -> _Part:
     path = db_path(directory, root)
     refused = untrusted(directory, path)
     if refused:
@@ -364,7 +431,7 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
             warnings.append("run index %s: %s; rebuilt" % (path, reason_of(exc)))
             continue
         try:
-            part = _refresh(conn, root, walked, want, progress)
+            part = _refresh(conn, root, walked, want, progress, memo)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
@@ -380,15 +447,22 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
 
 
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
-             progress: Optional[Callable[[int, int], None]]) -> _Part:
+             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
-    its rows hold when they must be kept in memory, see :func:`listing`)."""
+    its rows hold when they must be kept in memory, see :func:`listing`; ``memo``: see :func:`open_roots`)."""
     part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
-    sigs = stored_signatures(walked, set())
-    digest = tree_digest(sigs)
+    last = memo.get(root) if memo is not None else None
+    if last is not None and last[0] == walked:  # every name and key as last time: the same signatures
+        sigs, digest, whole = last[1], last[2], True
+    else:
+        sigs = stored_signatures(walked, set())
+        digest = tree_digest(sigs)
+        whole = not any(None in keys for _, _, keys in walked)  # no file vanished between listing and stat
+        if memo is not None and whole:
+            memo[root] = (walked, sigs, digest)
     conn.execute("BEGIN")
     tree, writes = conn.execute("SELECT tree, gen FROM state").fetchone()
-    if tree == digest and not any(None in keys for _, _, keys in walked):  # this snapshot is the tree
+    if tree == digest and whole:  # this snapshot is the tree
         part.conn, part.digest = conn, digest
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))

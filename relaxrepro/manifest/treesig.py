@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
 
 from ..std.sha import sha256
 from .scan import walk_dirs
@@ -44,15 +45,26 @@ def unsign(sig: Optional[bytes]) -> Dict[str, bytes]:
     return {n: keys[i * size:(i + 1) * size] for i, n in enumerate(names)}
 
 
+OPENSSL_FROM = 1 << 20
+"""The signatures' size from which :func:`tree_digest` loads OpenSSL's sha256 (``hashlib``): ~6x faster per byte
+than the builtin one here (0.35 ms against 2.1 ms for the 640 KB of 10,000 manifests) but ~3.3 ms to import, so
+one listing gains from about 1.2 MB (18,000 manifests). Once it is imported (a long-lived process), always."""
+
+
 def tree_digest(sigs: Iterable[Tuple[str, bytes]]) -> bytes:
-    """The digest of a tree's directory signatures, in walk order."""
-    h = sha256()
+    """The digest of a tree's directory signatures, in walk order (the same sha256 whichever code computes it)."""
+    parts = []
     for rel, sig in sigs:
         name = rel.encode("utf-8", "surrogateescape")
-        h.update(b"%d:%d:" % (len(name), len(sig)))
-        h.update(name)
-        h.update(sig)
-    return h.digest()
+        parts.append(b"%d:%d:" % (len(name), len(sig)))
+        parts.append(name)
+        parts.append(sig)
+    data = b"".join(parts)
+    if len(data) >= OPENSSL_FROM or "hashlib" in sys.modules:
+        import hashlib  # lazy: ~3.3 ms (OpenSSL); it pays for itself only over a large tree or many calls
+
+        return hashlib.sha256(data).digest()
+    return sha256(data).digest()
 
 
 def stored_signatures(walked: Walked, uncached: Set[str], base: Optional[List[Tuple[str, bytes]]] = None

@@ -107,7 +107,9 @@ _COUNT_WALKS = """
 import collections, os, sys
 walked = collections.Counter()
 def hook(event, args):
-    if event == "os.scandir":
+    # a directory is listed by path, or (the index's walk) opened and listed by its descriptor
+    if event == "os.scandir" and not isinstance(args[0], int) or (
+            event == "open" and isinstance(args[0], str) and (args[2] or 0) & os.O_DIRECTORY):
         walked[os.path.abspath(args[0])] += 1
 sys.addaudithook(hook)
 from relaxrepro import cli

@@ -233,3 +233,103 @@ def test_indexes_a_build_did_not_make_are_made_by_the_next_use(tmp_path):
     assert _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=1e-3")) == ["run02", "run06"]
     names = {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {"terms_kv", "terms_path", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
+
+
+# -- relaxrepro.runs: the same questions from Python ------------------------------------------------
+
+def _paths(rows) -> list:
+    return [os.path.relpath(r.path) for r in rows]
+
+
+def test_runs_answers_every_clause_as_ls_does_with_and_without_the_index(tmp_path, monkeypatch):
+    import relaxrepro
+
+    _tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RELAXREPRO_CACHE_DIR", str(tmp_path / "cache"))
+    indexed, scanned = relaxrepro.runs("runs"), relaxrepro.runs("runs", use_index=False)
+    for where in QUERIES:
+        got = _paths(indexed.where(where))
+        assert got == _paths(scanned.where(where)), where
+        listed = json.loads(run_cli("ls", "runs", "--json", "--where", where, env=_env(tmp_path), cwd=tmp_path).stdout)
+        assert sorted(got) == sorted(r["path"] for r in listed if "error" not in r), where
+    assert _paths(indexed.where("arg.lr=3e-4", "group=g0")) == ["runs/g0/manifest_run00.json",
+                                                                "runs/g0/manifest_run04.json"]
+    assert len(indexed.where()) == 10  # every readable run: the eight, planted and odd
+    assert indexed.warnings == []
+
+
+def test_runs_fetches_a_run_by_id_with_its_document_and_facts(tmp_path, monkeypatch):
+    import relaxrepro
+
+    _tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RELAXREPRO_CACHE_DIR", str(tmp_path / "cache"))
+    for runs in (relaxrepro.runs("runs"), relaxrepro.runs("runs", use_index=False)):
+        run = runs.get("run03")
+        assert (os.path.relpath(run.path), run.run_id, run.group, run.parent, run.error) == (
+            "runs/g1/manifest_run03.json", "run03", "g1", "run02", None)
+        assert run.doc["outcome"] == {"status": "failed", "exit_code": 1}
+        assert run.facts["metric"]["auc"] == 0.88 and run.facts["arg"]["epochs"] == -2
+        assert runs.get("run0") is None
+        assert runs.get("nanrun") is None  # a file that does not parse records no run id
+
+
+def test_runs_sees_a_file_changed_between_two_calls(tmp_path, monkeypatch):
+    import relaxrepro
+
+    runs_dir = _tree(tmp_path)
+    monkeypatch.setenv("RELAXREPRO_CACHE_DIR", str(tmp_path / "cache"))
+    runs = relaxrepro.runs(str(runs_dir))
+    assert [r.run_id for r in runs.where("arg.lr=0.5")] == []
+    # The tree unchanged but its database gone (a cache cleaned): the object remembers the walk, never the rows.
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(runs_dir))
+    os.unlink(db)
+    assert [r.run_id for r in runs.where("arg.lr=1e-3")] == ["run02", "run06"] and os.path.exists(db)
+    path = runs_dir / "g0" / "manifest_run00.json"
+    doc = json.loads(path.read_text())
+    doc["config"]["resolved_args"]["lr"] = 0.5
+    doc["results"]["metrics"]["auc"] = 0.5
+    put(runs_dir / "g0", doc)
+    os.utime(str(path), (OLD + 5, OLD + 5))
+    assert [r.run_id for r in runs.where("arg.lr=0.5")] == ["run00"]
+    assert runs.get("run00").facts["metric"]["auc"] == 0.5
+    path.unlink()
+    assert runs.get("run00") is None and runs.where("arg.lr=0.5") == []
+
+
+def test_runs_refuses_a_bad_query_before_reading_anything(tmp_path, monkeypatch):
+    import relaxrepro
+    from relaxrepro.manifest.query import QueryError
+
+    _tree(tmp_path)
+    monkeypatch.setenv("RELAXREPRO_CACHE_DIR", str(tmp_path / "cache"))
+    runs = relaxrepro.runs(str(tmp_path / "runs"))
+    with pytest.raises(QueryError) as err:
+        runs.where("metric.auc>0.9", "arg.lr>fast")
+    assert str(err.value) == "--where 'arg.lr>fast': 'fast' is not a number: > compares numbers"
+    assert isinstance(err.value, ValueError)
+    assert not (tmp_path / "cache").exists()  # nothing walked, no index made
+    with pytest.raises(FileNotFoundError) as missing:
+        relaxrepro.runs(str(tmp_path / "runs"), str(tmp_path / "nosuch"))
+    assert str(missing.value) == "relaxrepro.runs: no such directory: %s" % (tmp_path / "nosuch")
+    with pytest.raises(ValueError) as none:
+        relaxrepro.runs()
+    assert str(none.value) == "relaxrepro.runs: name at least one directory"
+
+
+def test_the_tree_digest_is_the_same_whichever_sha256_computes_it(tmp_path, monkeypatch):
+    import sys
+
+    from relaxrepro.manifest import treesig
+    from relaxrepro.manifest.scan import Walk
+
+    runs = str(_tree(tmp_path))
+    sigs = treesig.stored_signatures(treesig.walk(runs, Walk.of([runs])), set())
+    monkeypatch.setattr(treesig, "OPENSSL_FROM", 0)
+    openssl = treesig.tree_digest(sigs)
+    monkeypatch.setattr(treesig, "OPENSSL_FROM", 1 << 60)
+    monkeypatch.delitem(sys.modules, "hashlib")
+    builtin = treesig.tree_digest(sigs)
+    assert "hashlib" not in sys.modules  # the builtin one computed it
+    assert openssl == builtin and len(builtin) == 32
