@@ -208,18 +208,8 @@ def sql_filter(clauses: List[Any], sets: Dict[str, Dict[str, str]], since: Optio
     """(a condition over the index's ``files`` table, its parameters) that every run passing the filters meets
     ("" when none narrows them): the package sets that pass the package clauses, each clause's terms, the time
     range, the ``--same-as`` key."""
-    conds: List[str] = []
-    params: List[Any] = []
-    by_pkg = [c for c in clauses if c.package is not None]
-    if by_pkg:  # only the runs of the package sets that pass
-        match = [k for k, p in sets.items() if all(c.test({}, p) for c in by_pkg)]
-        if len(match) <= 500:
-            conds.append("pkgkey IN (%s)" % ", ".join("?" * len(match)))
-            params.extend(match)
-    for c in clauses:
-        if c.sql is not None:
-            conds.append(c.sql[0])
-            params.extend(c.sql[1])
+    where, params = query.narrowing(clauses, sets)
+    conds = [where] if where else []
     for cond, value in (("gen >= ?", since), ("gen <= ?", until)):
         if value is not None:
             conds.append(cond)
