@@ -63,7 +63,8 @@ def run_facts(doc: Dict[str, Any]) -> Dict[str, Any]:
     """What a sweep (:func:`compare_facts`) needs of one run, as JSON: ``run_id``, ``generated_at``, ``note``,
     ``replay_of`` (a run id or None), ``values`` and ``packages`` (:func:`value_parts`), ``metrics`` (the
     recorded table, None when there is none) and ``outputs``/``trace``: the keys its reproducibility is told by
-    (:func:`repro_keys`). Small next to the document: the trace, the outputs and the patches are digests here."""
+    (:func:`repro_keys`), ``doc``: :func:`doc_key` (what tells a copy of the run from another file of its id).
+    Small next to the document: the trace, the outputs, the patches and the document itself are digests here."""
     lin = summary.lineage_of(doc)
     replay_of = lin.get("replay_of")
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
@@ -72,7 +73,26 @@ def run_facts(doc: Dict[str, Any]) -> Dict[str, Any]:
     return {"run_id": doc.get("run_id"), "generated_at": doc.get("generated_at"), "note": lin.get("note"),
             "replay_of": replay_of if isinstance(replay_of, str) else None, "values": own, "packages": pkgs,
             "metrics": results.get("metrics") if isinstance(results.get("metrics"), dict) else None,
-            "outputs": outputs, "trace": trace}
+            "outputs": outputs, "trace": trace, "doc": doc_key(doc)}
+
+
+def doc_key(doc: Any) -> str:
+    """A digest two documents share exactly when Python finds them equal (``==``): a number reads the same
+    whether written ``1``, ``1.0`` or ``true``, keys in any order (a reader's document holds no NaN)."""
+    return _digest(json.dumps(_equal_form(doc), sort_keys=True))
+
+
+def _equal_form(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: _equal_form(v) for k, v in value.items()}
+    if kind is list:
+        return [_equal_form(v) for v in value]
+    if kind is bool:
+        return int(value)
+    if kind is float and value.is_integer():
+        return int(value)  # -0.0 too
+    return value
 
 
 def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
@@ -113,22 +133,21 @@ def compare_docs(group: str, loaded: Sequence[Tuple[str, Dict[str, Any]]], unrea
 def compare_facts(group: str, facts: Sequence[Tuple[str, Dict[str, Any]]], unreadable: List[str],
                   load: Callable[[str], Dict[str, Any]]) -> Dict[str, Any]:
     """:func:`compare_docs` from each run's :func:`run_facts` (``facts``: (path, facts) in time order), as a run
-    index stores them; ``load(path)`` gives a whole document, asked only where the facts cannot tell: two files
-    of one run id (a copy, or another run?) and a replay with its original (verified on their outputs). Runs
-    whose ``packages`` are one object are compared on them once."""
+    index stores them; ``load(path)`` gives a whole document, asked only for a replay and its original (verified
+    on their outputs and traces). Runs whose ``packages`` are one object are compared on them once."""
     runs: List[Dict[str, Any]] = []
     parts: List[Tuple[Dict[str, Any], Dict[str, Any]]] = []
     results: List[Tuple[Any, Any, Any]] = []
-    seen: Dict[Any, str] = {}
+    seen: Dict[Any, str] = {}  # run id -> the doc_key of the last file of it counted
     copies: List[str] = []
     for path, f in facts:
         # A tracker's copy (TensorBoard's log dir, MLflow's local artifact store) is the same run again:
         # counted twice it would skew the group's statistics and reproducibility.
         rid = f["run_id"]
-        if rid in seen and load(seen[rid]) == load(path):
+        if seen.get(rid) == f["doc"]:
             copies.append(path)
             continue
-        seen[rid] = path
+        seen[rid] = f["doc"]
         runs.append({"run_id": rid, "path": path, "generated_at": f["generated_at"], "note": f["note"],
                      "replay_of": f["replay_of"]})
         parts.append((f["values"], f["packages"]))

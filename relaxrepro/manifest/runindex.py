@@ -247,6 +247,55 @@ class Source(Record):
         except sqlite3.Error:
             pass
 
+    def cards(self) -> Dict[str, str]:
+        """The cards the databases hold, by path: a text a reader derived from a file and stored beside its row
+        (``report``'s, :meth:`keep_cards`); the rows in memory have none."""
+        out: Dict[str, str] = {}
+        for part in self.parts:
+            if part.conn is not None:
+                p = part.prefix
+                out.update((p + path, card) for path, card in part.conn.execute("SELECT path, card FROM cards"))
+        return out
+
+    def card_sets(self, keys: Iterable[str]) -> Dict[str, str]:
+        """The texts stored under ``keys`` by :meth:`keep_cards` (the parts many cards share)."""
+        out: Dict[str, str] = {}
+        for part in self.parts:
+            if part.conn is not None:
+                for key in keys:
+                    if key not in out:
+                        got = part.conn.execute("SELECT body FROM cardsets WHERE key = ?", (key,)).fetchone()
+                        if got is not None:
+                            out[key] = got[0]
+        return out
+
+    def keep_cards(self, cards: Sequence[Tuple[str, str]], sets: Sequence[Tuple[str, str]]) -> None:
+        """Store ``cards`` ((path, text) of files read now) beside the rows of this snapshot, with the ``sets``
+        (key, text) they name. Only where no other process wrote since the snapshot (a row may be another
+        file's now) and only for files the database holds (not those written just now); quietly not when the
+        database is busy: no one waits for a cache. A file read again, or gone, loses its card."""
+        for part in self.parts:
+            mine = [(path[len(part.prefix):], text) for path, text in cards if path.startswith(part.prefix)]
+            if part.conn is None or part.gen is None or not mine:
+                continue
+            conn = part.conn
+            try:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+                conn.execute("PRAGMA busy_timeout = 0")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    if conn.execute("SELECT gen FROM state").fetchone()[0] == part.gen:
+                        conn.executemany("INSERT OR REPLACE INTO cards SELECT ?, ? WHERE EXISTS "
+                                         "(SELECT 1 FROM files WHERE path = ?)", [(r, t, r) for r, t in mine])
+                        conn.executemany("INSERT OR IGNORE INTO cardsets VALUES (?, ?)", sets)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    rollback(conn)
+                    raise
+            except sqlite3.Error:
+                pass
+
     def close(self) -> None:
         for part in self.parts:
             part.close()
@@ -256,7 +305,8 @@ class _Part(Record):
     """One root (``prefix``: its path and a separator): rows in memory (``rows``), or a database snapshot
     (``conn`` in a read transaction) plus the rows of files not stored (``extra``); ``sets``: package sets
     in memory; ``digest``: the snapshot's tree digest when it holds every row; ``order``: each directory's
-    place in the walk; ``by``: the rows in memory by ``run_id``, ``parent`` or ``group``, made when asked."""
+    place in the walk; ``by``: the rows in memory by ``run_id``, ``parent`` or ``group``, made when asked;
+    ``gen``: the snapshot's write counter (``state.gen``)."""
 
     prefix: str
     rows: Optional[List[Row]] = None
@@ -267,6 +317,7 @@ class _Part(Record):
     order: Dict[str, int] = Factory(dict)
     by: Dict[str, Dict[Optional[str], List[Row]]] = Factory(dict)
     unstored: Optional[str] = None
+    gen: Optional[int] = None
 
     def find(self, where: str, params: Sequence[Any], test: Optional[Callable[[Row], bool]],
              want: Sequence[str]) -> List[Row]:
@@ -389,7 +440,7 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
     conn.execute("BEGIN")
     tree, writes = conn.execute("SELECT tree, gen FROM state").fetchone()
     if tree == digest and not any(None in keys for _, _, keys in walked):  # this snapshot is the tree
-        part.conn, part.digest = conn, digest
+        part.conn, part.digest, part.gen = conn, digest, writes
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
@@ -397,7 +448,8 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
     part.unstored = done.failed
     conn.execute("BEGIN")
     part.conn = conn
-    if done.written and conn.execute("SELECT tree FROM state").fetchone()[0] == done.digest:
+    tree, part.gen = conn.execute("SELECT tree, gen FROM state").fetchone()
+    if done.written and tree == done.digest:
         part.extra = done.extra
         part.digest = done.digest if not done.extra else None
         return part

@@ -1,0 +1,188 @@
+"""The runs of a many-run page, each manifest read at most once: a *card* per file, what the page shows of the
+run and what its sweep compares, kept in the run index beside the file's row.
+
+A card is made from one read of the file (:func:`make`): the sections a run's card on the page shows
+(:data:`FIELDS`, less what it never shows: a repository's patch, the trace and the outputs), or why they cannot
+be read as ``report`` has always worded it; and, when the strict reader takes the whole document, the run's
+:func:`~relaxrepro.analyze.compare.run_facts` (its package table apart, by digest: a tree's runs share a few),
+else why it cannot be read as ``compare`` words it. ``report`` stores the cards it made in the run index
+(:meth:`~relaxrepro.manifest.runindex.Source.keep_cards`) and the next page reads none of the files; a file
+read again by the index, or gone, loses its card. Without the index (``--no-index``, ``RELAXREPRO_NO_CACHE``)
+every file is read once for its card. Either way a card goes through the same JSON text, so a page is the same
+byte for byte with and without the index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ...analyze.compare import run_facts
+from ...manifest import runindex, scan
+from ...manifest.model import READ_LIMIT_BYTES
+from ...manifest.numbers import read_int
+from ...manifest.reader import ManifestError, parse_manifest, read_bytes, read_manifest_file
+from ...manifest.summary import lineage_of
+from ...std.cache import cache_dir
+from ...std.records import Factory, Record
+from ...std.sha import sha256_hex
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+FIELDS = ("schema_version", "run_id", "generated_at", "command", "code", "hardware", "lineage",
+          "outcome", "results", "seeds", "training")
+"""The sections a run's card in a many-run page shows: not the bulky ``config`` and ``environment`` (a sweep's
+values come from the run's facts)."""
+
+FORMAT = '{"v":1,'
+"""How every card's text starts: a card of another format (an older relaxrepro's) is made again from its file."""
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+_DECODE = json.JSONDecoder(parse_int=read_int).decode
+"""A card's JSON text and back: integers by the reader's rule, so a BigInt metric reads back as one."""
+
+
+class Runs(Record):
+    """What a many-run page reads: ``entries`` (walk order: each file's card sections, or why they cannot be
+    read), ``facts`` ({path: the run's facts for its sweep, or why the whole document cannot be read}),
+    ``warnings`` (the walk's, the run index's) and ``whole``: documents read whole this time, by path."""
+
+    entries: List[scan.Entry] = Factory(list)
+    facts: Dict[str, Any] = Factory(dict)
+    warnings: List[str] = Factory(list)
+    whole: Dict[str, Any] = Factory(dict)
+
+    def load(self, path: str) -> Dict[str, Any]:
+        """The whole document at ``path`` (read at most once); a file that no longer reads gives a document of
+        its own with nothing to compare (never another run's copy)."""
+        if path not in self.whole:
+            try:
+                self.whole[path] = read_manifest_file(path)[0]
+            except ManifestError as exc:
+                self.whole[path] = {"unreadable": str(exc), "path": path}
+        return self.whole[path]
+
+
+def make(path: str) -> Tuple[str, Optional[Tuple[str, str]], Optional[Dict[str, Any]], bool]:
+    """The card of the file at ``path`` from one read: (its text, the (key, text) of the package table it names,
+    the whole document when the strict reader took it, whether the card may be kept: not when the file could
+    not be read at all, which is the moment's, not the bytes')."""
+    raw: Optional[bytes] = None
+    doc: Optional[Dict[str, Any]] = None
+    whole_error = None
+    try:
+        raw = read_bytes(path, READ_LIMIT_BYTES)
+        doc = parse_manifest(raw)[0]
+    except ManifestError as exc:
+        whole_error = str(exc)
+    try:
+        fields = {k: doc[k] for k in FIELDS if k in doc} if doc is not None else scan.read_fields(path, FIELDS,
+                                                                                                 raw=raw)
+    except ManifestError as exc:
+        return FORMAT + _ENCODE({"error": str(exc)})[1:], None, doc, raw is not None
+    card: Dict[str, Any] = {"fields": _shown(fields)}
+    table = None
+    if doc is None:
+        card["whole"] = whole_error
+    else:
+        facts = run_facts(doc)
+        if facts["packages"]:
+            text = _ENCODE(facts["packages"])
+            key = sha256_hex(json.dumps(facts["packages"], sort_keys=True).encode())[:32]
+            facts["packages"], table = key, (key, text)
+        else:
+            facts["packages"] = None
+        card["facts"] = facts
+    return FORMAT + _ENCODE(card)[1:], table, doc, raw is not None
+
+
+def _shown(fields: Dict[str, Any]) -> Dict[str, Any]:
+    """The sections as a card keeps them: of each repository its commit and whether it was dirty (not its patch,
+    which may be megabytes), of the results the metrics (not the trace, not the outputs)."""
+    out = dict(fields)
+    code = out.get("code")
+    if isinstance(code, dict):
+        out["code"] = {n: {k: r[k] for k in ("commit", "dirty") if k in r} if isinstance(r, dict) else r
+                       for n, r in code.items()}
+    results = out.get("results")
+    if isinstance(results, dict):
+        out["results"] = {"metrics": results["metrics"]} if "metrics" in results else {}
+    return out
+
+
+def read(roots: Sequence[str], use_index: bool = True, env: Optional[Mapping[str, str]] = None) -> Runs:
+    """Every run below ``roots``: its card from the run index where the index holds one, else from its file
+    (then kept there for the next page)."""
+    env = os.environ if env is None else env
+    texts: List[Tuple[str, str]] = []
+    made: Dict[str, str] = {}
+    runs = Runs()
+    if not use_index or cache_dir(env) is None:  # a walk: each file read once, for its card
+        walk = scan.Walk.of(roots)
+        for path in scan.find_manifests(roots, walk):
+            text, table, doc, _ = make(path)
+            texts.append((path, text))
+            _note(runs, path, doc, table, made)
+        if walk.warning():
+            runs.warnings.append(walk.warning())  # type: ignore[arg-type]
+        return _decoded(runs, texts, made)
+    src = runindex.open_roots(roots, env=env)
+    try:
+        runs.warnings.extend(src.warnings)
+        stored = src.cards()
+        fresh: List[Tuple[str, str]] = []
+        for row in src.find():
+            text = stored.get(row.path)
+            if text is None or not text.startswith(FORMAT):
+                text, table, doc, keep = make(row.path)
+                _note(runs, row.path, doc, table, made)
+                if keep:
+                    fresh.append((row.path, text))
+            texts.append((row.path, text))
+        runs = _decoded(runs, texts, made, src)
+        if fresh:
+            src.keep_cards(fresh, sorted(made.items()))
+    finally:
+        src.close()
+    return runs
+
+
+def _note(runs: Runs, path: str, doc: Optional[Dict[str, Any]], table: Optional[Tuple[str, str]],
+          made: Dict[str, str]) -> None:
+    """Keep what a card just made leaves for later: its package table, and a replay's whole document (its
+    sweep verifies it against its original)."""
+    if table is not None:
+        made.setdefault(*table)
+    if doc is not None and isinstance(lineage_of(doc).get("replay_of"), str):
+        runs.whole[path] = doc
+
+
+def _decoded(runs: Runs, texts: Sequence[Tuple[str, str]], made: Dict[str, str], src: Any = None) -> Runs:
+    """``runs`` with the cards ``texts`` read: entries, and facts whose package tables are one object per
+    table (a sweep compares a table its runs share once)."""
+    cards = [(path, _DECODE(text)) for path, text in texts]
+    keys = {c["facts"]["packages"] for _, c in cards if "facts" in c and c["facts"]["packages"] is not None}
+    tables = dict(made)
+    if src is not None and keys - set(tables):
+        tables.update(src.card_sets(sorted(keys - set(tables))))
+    shared: Dict[Optional[str], Dict[str, Any]] = {None: {}}
+    for path, card in cards:
+        if "error" in card:
+            runs.entries.append(scan.Entry(path, error=card["error"]))
+            continue
+        runs.entries.append(scan.Entry(path, card["fields"]))
+        facts = card.get("facts")
+        if facts is None:
+            runs.facts[path] = card["whole"]
+            continue
+        key = facts["packages"]
+        if key not in shared:
+            if key not in tables:  # the table went missing from the index: the file is the truth
+                runs.facts[path] = run_facts(runs.load(path))
+                continue
+            shared[key] = _DECODE(tables[key])
+        facts["packages"] = shared[key]
+        runs.facts[path] = facts
+    return runs
