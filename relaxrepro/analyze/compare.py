@@ -59,12 +59,13 @@ def value_parts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     return own, pkgs
 
 
-def run_facts(doc: Dict[str, Any]) -> Dict[str, Any]:
+def run_facts(doc: Dict[str, Any], keyed: bool = False) -> Dict[str, Any]:
     """What a sweep (:func:`compare_facts`) needs of one run, as JSON: ``run_id``, ``generated_at``, ``note``,
     ``replay_of`` (a run id or None), ``values`` and ``packages`` (:func:`value_parts`), ``metrics`` (the
     recorded table, None when there is none) and ``outputs``/``trace``: the keys its reproducibility is told by
-    (:func:`repro_keys`), ``doc``: :func:`doc_key` (what tells a copy of the run from another file of its id).
-    Small next to the document: the trace, the outputs, the patches and the document itself are digests here."""
+    (:func:`repro_keys`), ``doc``: the document's :func:`doc_key` with ``keyed``, else None (what tells a copy
+    of the run from another file of its id; without it, the two documents are compared). Small next to the
+    document: the trace, the outputs and the patches are digests here."""
     lin = summary.lineage_of(doc)
     replay_of = lin.get("replay_of")
     results = doc.get("results") if isinstance(doc.get("results"), dict) else {}
@@ -73,26 +74,46 @@ def run_facts(doc: Dict[str, Any]) -> Dict[str, Any]:
     return {"run_id": doc.get("run_id"), "generated_at": doc.get("generated_at"), "note": lin.get("note"),
             "replay_of": replay_of if isinstance(replay_of, str) else None, "values": own, "packages": pkgs,
             "metrics": results.get("metrics") if isinstance(results.get("metrics"), dict) else None,
-            "outputs": outputs, "trace": trace, "doc": doc_key(doc)}
+            "outputs": outputs, "trace": trace, "doc": doc_key(doc) if keyed else None}
 
 
 def doc_key(doc: Any) -> str:
     """A digest two documents share exactly when Python finds them equal (``==``): a number reads the same
-    whether written ``1``, ``1.0`` or ``true``, keys in any order (a reader's document holds no NaN)."""
-    return _digest(json.dumps(_equal_form(doc), sort_keys=True))
+    whether written ``1``, ``1.0`` or ``true``, keys in any order (a reader's document holds no NaN). Made
+    from the values themselves, each string as it is (a 3 MB patch is not escaped again as JSON text)."""
+    import hashlib  # lazy: OpenSSL's sha256 (~5 ms to load), 5x the builtin's speed on a whole document
+
+    parts: List[str] = []
+    _key_parts(doc, parts)
+    return hashlib.sha256("".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _equal_form(value: Any) -> Any:
+def _key_parts(value: Any, out: List[str]) -> None:
+    """``value`` as text, each piece told apart by a tag and each string by its length."""
     kind = type(value)
     if kind is dict:
-        return {k: _equal_form(v) for k, v in value.items()}
-    if kind is list:
-        return [_equal_form(v) for v in value]
-    if kind is bool:
-        return int(value)
-    if kind is float and value.is_integer():
-        return int(value)  # -0.0 too
-    return value
+        out.append("{%d" % len(value))
+        for k in sorted(value, key=str):
+            v = value[k]
+            if type(v) is str:  # most of a document: a package table, an environment
+                out.append("%d:%s%d:%s" % (len(str(k)), k, len(v), v))
+            else:
+                out.append("%d:%s" % (len(str(k)), k))
+                _key_parts(v, out)
+    elif kind is str:
+        out.append("%d:%s" % (len(value), value))
+    elif kind is list:
+        out.append("[%d" % len(value))
+        for v in value:
+            _key_parts(v, out)
+    elif value is None:
+        out.append("z")
+    elif kind is float and not value.is_integer():
+        out.append("f%r" % value)
+    elif isinstance(value, (int, float)):  # bool, int, BigInt, a float that is a whole number: equal as numbers
+        out.append("n%d" % int(value))
+    else:
+        out.append("?%r" % (value,))
 
 
 def compare_group(group: str, roots: Sequence[str], *, use_index: bool = True,
@@ -133,21 +154,22 @@ def compare_docs(group: str, loaded: Sequence[Tuple[str, Dict[str, Any]]], unrea
 def compare_facts(group: str, facts: Sequence[Tuple[str, Dict[str, Any]]], unreadable: List[str],
                   load: Callable[[str], Dict[str, Any]]) -> Dict[str, Any]:
     """:func:`compare_docs` from each run's :func:`run_facts` (``facts``: (path, facts) in time order), as a run
-    index stores them; ``load(path)`` gives a whole document, asked only for a replay and its original (verified
-    on their outputs and traces). Runs whose ``packages`` are one object are compared on them once."""
+    index stores them; ``load(path)`` gives a whole document, asked only where the facts cannot tell: two files
+    of one run id without both their :func:`doc_key` (a copy, or another run?), a replay and its original
+    (verified on their outputs and traces). Runs whose ``packages`` are one object are compared on them once."""
     runs: List[Dict[str, Any]] = []
     parts: List[Tuple[Dict[str, Any], Dict[str, Any]]] = []
     results: List[Tuple[Any, Any, Any]] = []
-    seen: Dict[Any, str] = {}  # run id -> the doc_key of the last file of it counted
+    seen: Dict[Any, Tuple[str, Dict[str, Any]]] = {}  # run id -> (path, facts) of the last file of it counted
     copies: List[str] = []
     for path, f in facts:
         # A tracker's copy (TensorBoard's log dir, MLflow's local artifact store) is the same run again:
         # counted twice it would skew the group's statistics and reproducibility.
         rid = f["run_id"]
-        if seen.get(rid) == f["doc"]:
+        if rid in seen and _same(seen[rid], (path, f), load):
             copies.append(path)
             continue
-        seen[rid] = f["doc"]
+        seen[rid] = (path, f)
         runs.append({"run_id": rid, "path": path, "generated_at": f["generated_at"], "note": f["note"],
                      "replay_of": f["replay_of"]})
         parts.append((f["values"], f["packages"]))
@@ -158,6 +180,14 @@ def compare_facts(group: str, facts: Sequence[Tuple[str, Dict[str, Any]]], unrea
             "metrics": metric_stats([{"metrics": m} for m, _, _ in own]),
             "reproducibility": reproducibility([(o, t) for _, o, t in own]),
             "copies": copies, "replays": replays(runs, load)}
+
+
+def _same(a: Tuple[str, Dict[str, Any]], b: Tuple[str, Dict[str, Any]], load: Callable[[str], Dict[str, Any]]
+          ) -> bool:
+    """Whether two files of a run id hold equal documents: by their :func:`doc_key` when both have one."""
+    if a[1]["doc"] is not None and b[1]["doc"] is not None:
+        return bool(a[1]["doc"] == b[1]["doc"])
+    return load(a[0]) == load(b[0])
 
 
 def _varying(parts: Sequence[Tuple[Dict[str, Any], ...]]) -> Tuple[Dict[str, List[Any]], int]:

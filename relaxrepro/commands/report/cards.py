@@ -14,6 +14,7 @@ byte for byte with and without the index.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 
@@ -38,6 +39,8 @@ values come from the run's facts)."""
 
 FORMAT = '{"v":1,'
 """How every card's text starts: a card of another format (an older relaxrepro's) is made again from its file."""
+_UNKEYED = FORMAT + '"key":null,'
+"""How a card without its document's key starts: made again where its run id turns out to have two files."""
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _DECODE = json.JSONDecoder(parse_int=read_int).decode
@@ -65,10 +68,11 @@ class Runs(Record):
         return self.whole[path]
 
 
-def make(path: str) -> Tuple[str, Optional[Tuple[str, str]], Optional[Dict[str, Any]], bool]:
+def make(path: str, keyed: bool = False) -> Tuple[str, Optional[Tuple[str, str]], Optional[Dict[str, Any]], bool]:
     """The card of the file at ``path`` from one read: (its text, the (key, text) of the package table it names,
     the whole document when the strict reader took it, whether the card may be kept: not when the file could
-    not be read at all, which is the moment's, not the bytes')."""
+    not be read at all, which is the moment's, not the bytes'). ``keyed``: with the document's
+    :func:`~relaxrepro.analyze.compare.doc_key` (asked for a file whose run id another file has too)."""
     raw: Optional[bytes] = None
     doc: Optional[Dict[str, Any]] = None
     whole_error = None
@@ -81,21 +85,29 @@ def make(path: str) -> Tuple[str, Optional[Tuple[str, str]], Optional[Dict[str, 
         fields = {k: doc[k] for k in FIELDS if k in doc} if doc is not None else scan.read_fields(path, FIELDS,
                                                                                                  raw=raw)
     except ManifestError as exc:
-        return FORMAT + _ENCODE({"error": str(exc)})[1:], None, doc, raw is not None
+        return _text("", {"error": str(exc)}), None, doc, raw is not None
     card: Dict[str, Any] = {"fields": _shown(fields)}
     table = None
+    key: Optional[str] = ""
     if doc is None:
         card["whole"] = whole_error
     else:
-        facts = run_facts(doc)
+        facts = run_facts(doc, keyed)
+        key = facts.pop("doc")
         if facts["packages"]:
             text = _ENCODE(facts["packages"])
-            key = sha256_hex(json.dumps(facts["packages"], sort_keys=True).encode())[:32]
-            facts["packages"], table = key, (key, text)
+            facts["packages"] = sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
+            table = (facts["packages"], text)
         else:
             facts["packages"] = None
         card["facts"] = facts
-    return FORMAT + _ENCODE(card)[1:], table, doc, raw is not None
+    return _text(key, card), table, doc, raw is not None
+
+
+def _text(key: Optional[str], card: Dict[str, Any]) -> str:
+    """A card as stored: :data:`FORMAT`, then the document's key (None: not made; empty: the card has no
+    facts), then the card."""
+    return FORMAT + '"key":' + _ENCODE(key) + "," + _ENCODE(card)[1:]
 
 
 def _shown(fields: Dict[str, Any]) -> Dict[str, Any]:
@@ -133,10 +145,13 @@ def read(roots: Sequence[str], use_index: bool = True, env: Optional[Mapping[str
         runs.warnings.extend(src.warnings)
         stored = src.cards()
         fresh: List[Tuple[str, str]] = []
-        for row in src.find():
+        rows = src.find()
+        ids = collections.Counter(r.run_id for r in rows)
+        for row in rows:
             text = stored.get(row.path)
-            if text is None or not text.startswith(FORMAT):
-                text, table, doc, keep = make(row.path)
+            keyed = row.run_id is None or ids[row.run_id] > 1  # a copy is told by its key, with no read
+            if text is None or not text.startswith(FORMAT) or (keyed and text.startswith(_UNKEYED)):
+                text, table, doc, keep = make(row.path, keyed)
                 _note(runs, row.path, doc, table, made)
                 if keep:
                     fresh.append((row.path, text))
@@ -169,6 +184,8 @@ def _decoded(runs: Runs, texts: Sequence[Tuple[str, str]], made: Dict[str, str],
         tables.update(src.card_sets(sorted(keys - set(tables))))
     shared: Dict[Optional[str], Dict[str, Any]] = {None: {}}
     for path, card in cards:
+        if "facts" in card:
+            card["facts"]["doc"] = card["key"]
         if "error" in card:
             runs.entries.append(scan.Entry(path, error=card["error"]))
             continue
@@ -180,7 +197,7 @@ def _decoded(runs: Runs, texts: Sequence[Tuple[str, str]], made: Dict[str, str],
         key = facts["packages"]
         if key not in shared:
             if key not in tables:  # the table went missing from the index: the file is the truth
-                runs.facts[path] = run_facts(runs.load(path))
+                runs.facts[path] = dict(run_facts(runs.load(path)), doc=facts["doc"])
                 continue
             shared[key] = _DECODE(tables[key])
         facts["packages"] = shared[key]
