@@ -196,29 +196,27 @@ def _varying(parts: Sequence[Tuple[Dict[str, Any], ...]]) -> Tuple[Dict[str, Lis
     compared once: its values are the same in each run."""
     if not parts:
         return {}, 0
-    width = len(parts[0])
+    n, width = len(parts), len(parts[0])
     shared = [all(p[i] is parts[0][i] for p in parts) for i in range(width)]
     same: Dict[str, Any] = {}
     for i in range(width):
         if shared[i]:
             same.update(parts[0][i])
     flat = [{k: v for i, part in enumerate(p) if not shared[i] for k, v in part.items()} for p in parts]
-    keys = sorted(set(same).union(*flat))
-    varying = {}
-    for k in keys:
-        # Patches not taken in full cannot be told apart: such a row is always shown, never "the same" (the
-        # values are all equal when that is asked: the first one says it for all).
-        if k in same:
-            first = same[k]
-            column = [first] * len(parts)
-            differ = False
-        else:
-            column = [f.get(k) for f in flat]
-            first = column[0]
-            differ = column.count(first) != len(column)
-        if differ or (len(column) > 1 and isinstance(first, str) and first.endswith(_NOT_FULLY_RECORDED)):
-            varying[k] = column
-    return varying, len(keys)
+    own = set().union(*flat)
+    found = {}
+    # Patches not taken in full cannot be told apart: such a row is always shown, never "the same" (the values
+    # are all equal when that is asked: the first one says it for all).
+    if n > 1:
+        for k, first in same.items():
+            if isinstance(first, str) and first.endswith(_NOT_FULLY_RECORDED):
+                found[k] = [first] * n
+    for k in own.difference(same):
+        column = [f.get(k) for f in flat]
+        first = column[0]
+        if column.count(first) != n or (n > 1 and isinstance(first, str) and first.endswith(_NOT_FULLY_RECORDED)):
+            found[k] = column
+    return {k: found[k] for k in sorted(found)}, len(own.union(same))
 
 
 def replays(runs: Sequence[Dict[str, Any]], load: Callable[[str], Dict[str, Any]]) -> Dict[str, Any]:

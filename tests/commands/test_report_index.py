@@ -237,3 +237,21 @@ def test_no_index_and_a_bypassed_index_say_so_as_ls_does(tmp_path):
     assert page == want
     assert err.splitlines()[0] == ("relaxrepro report: warning: run index %s: the database is writable by others; "
                                    "listing without it" % _db(tmp_path))
+
+
+def test_a_copy_that_appears_later_is_told_by_key_after_one_more_read(tmp_path):
+    # The cards were made when each run id had one file (no key): a tracker's copy added later makes the
+    # cards of that run id again, with their keys, and the page after reads neither file.
+    runs = tmp_path / "runs"
+    for i in range(2):
+        put(runs, make_doc("r%d" % i, lineage={"group": "g"}, results={"metrics": {"auc": 0.9 - i / 10}}))
+    _age(runs)
+    _page(tmp_path)
+    (runs / "tb").mkdir()
+    (runs / "tb" / "manifest_r0.json").write_bytes((runs / "manifest_r0.json").read_bytes())
+    _age(runs)
+    assert _opens(tmp_path) == "0 [1, 2] 2"  # the copy: by the index and for its card; r0 for its card again
+    page = (tmp_path / "o.html").read_bytes()
+    assert _opens(tmp_path) == "0 [] 0"
+    assert (tmp_path / "o.html").read_bytes() == page == _page(tmp_path, "--no-index")[0]
+    assert b"1 identical copies of a run&#x27;s manifest counted once" in page

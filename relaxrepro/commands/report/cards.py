@@ -21,10 +21,11 @@ import os
 from ...analyze.compare import run_facts
 from ...manifest import runindex, scan
 from ...manifest.model import READ_LIMIT_BYTES
-from ...manifest.numbers import read_int
+from ...manifest.numbers import FLOAT_DIGITS, read_int
 from ...manifest.reader import ManifestError, parse_manifest, read_bytes, read_manifest_file
 from ...manifest.summary import lineage_of
 from ...std.cache import cache_dir
+from ...std.lazy_re import LazyPattern
 from ...std.records import Factory, Record
 from ...std.sha import sha256_hex
 
@@ -45,6 +46,9 @@ _UNKEYED = FORMAT + '"key":null,'
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 _DECODE = json.JSONDecoder(parse_int=read_int).decode
 """A card's JSON text and back: integers by the reader's rule, so a BigInt metric reads back as one."""
+_DECODE_FAST = json.JSONDecoder().decode
+_LONG_DIGITS = LazyPattern("[0-9]{%d}" % (FLOAT_DIGITS + 1))
+"""Cards without a number of more digits than a float holds are read by json's own int (the same ints)."""
 
 
 class Runs(Record):
@@ -177,7 +181,8 @@ def _note(runs: Runs, path: str, doc: Optional[Dict[str, Any]], table: Optional[
 def _decoded(runs: Runs, texts: Sequence[Tuple[str, str]], made: Dict[str, str], src: Any = None) -> Runs:
     """``runs`` with the cards ``texts`` read: entries, and facts whose package tables are one object per
     table (a sweep compares a table its runs share once)."""
-    cards = [(path, _DECODE(text)) for path, text in texts]
+    joined = "[%s]" % ",".join(text for _, text in texts)
+    cards = list(zip([path for path, _ in texts], (_DECODE if _LONG_DIGITS.search(joined) else _DECODE_FAST)(joined)))
     keys = {c["facts"]["packages"] for _, c in cards if "facts" in c and c["facts"]["packages"] is not None}
     tables = dict(made)
     if src is not None and keys - set(tables):
