@@ -227,25 +227,16 @@ class Source(Record):
         tree = self.tree()
         if tree is None:
             return
-        conn = self.parts[0].conn
-        try:
-            conn.execute("COMMIT")
-            conn.execute("PRAGMA busy_timeout = 0")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                asked = conn.execute("SELECT 1 FROM outputs WHERE key = ? AND tree = ?", (key, tree)).fetchone()
-                conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
-                conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
-                             (key, tree, meta, body) if asked else (key, tree, None, None))
-                for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
-                    conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
-                                 "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
-        except sqlite3.Error:
-            pass
+
+        def write(conn: sqlite3.Connection) -> None:
+            asked = conn.execute("SELECT 1 FROM outputs WHERE key = ? AND tree = ?", (key, tree)).fetchone()
+            conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
+            conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
+                         (key, tree, meta, body) if asked else (key, tree, None, None))
+            for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
+                conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
+                             "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
+        _cache_write(self.parts[0].conn, write)
 
     def cards(self) -> Dict[str, str]:
         """The cards the databases hold, by path: a text a reader derived from a file and stored beside its row
@@ -278,27 +269,35 @@ class Source(Record):
             mine = [(path[len(part.prefix):], text) for path, text in cards if path.startswith(part.prefix)]
             if part.conn is None or part.gen is None or not mine:
                 continue
-            conn = part.conn
-            try:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-                conn.execute("PRAGMA busy_timeout = 0")
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    if conn.execute("SELECT gen FROM state").fetchone()[0] == part.gen:
-                        conn.executemany("INSERT OR REPLACE INTO cards SELECT ?, ? WHERE EXISTS "
-                                         "(SELECT 1 FROM files WHERE path = ?)", [(r, t, r) for r, t in mine])
-                        conn.executemany("INSERT OR IGNORE INTO cardsets VALUES (?, ?)", sets)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    rollback(conn)
-                    raise
-            except sqlite3.Error:
-                pass
+
+            def write(conn: sqlite3.Connection, gen: int = part.gen, mine: List[Tuple[str, str]] = mine) -> None:
+                if conn.execute("SELECT gen FROM state").fetchone()[0] == gen:
+                    conn.executemany("INSERT OR REPLACE INTO cards SELECT ?, ? WHERE EXISTS "
+                                     "(SELECT 1 FROM files WHERE path = ?)", [(r, t, r) for r, t in mine])
+                    conn.executemany("INSERT OR IGNORE INTO cardsets VALUES (?, ?)", sets)
+            _cache_write(part.conn, write)
 
     def close(self) -> None:
         for part in self.parts:
             part.close()
+
+
+def _cache_write(conn: sqlite3.Connection, write: Callable[[sqlite3.Connection], None]) -> None:
+    """``write`` in a transaction of its own, after the snapshot read so far (which it ends): what a command
+    keeps for the next one. Quietly not when the database is busy or cannot be written: no one waits for a cache."""
+    try:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            write(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            rollback(conn)
+            raise
+    except sqlite3.Error:
+        pass
 
 
 class _Part(Record):

@@ -18,6 +18,7 @@ import pytest
 from relaxrepro.analyze.compare import compare_group
 from relaxrepro.commands.report import _sweep, cards
 from relaxrepro.manifest import runindex
+from tests.commands.test_report import _COUNT_OPENS
 from tests.helpers.common import ROOT, clean_env, run_cli
 from tests.helpers.recording import make_doc, put
 from tests.helpers.results import H, group, trace
@@ -81,6 +82,8 @@ def rich_tree(base: Path) -> Path:
     put(runs / "bad", {"schema_version": "1.0", "run_id": "envstr", "generated_at": "2026-03-01T00:00:00Z",
                        "environment": "oops", "lineage": {"group": "inc"}})
     put(runs / "solo", make_doc("solo", lineage={"group": "alone"}, results={"metrics": {"x": 1}}))
+    put(base / "elsewhere", make_doc("outside", lineage={"group": "lr"}))
+    (runs / "link").symlink_to(base / "elsewhere")  # not followed: one warning
     _age(runs)
     return runs
 
@@ -118,6 +121,7 @@ def test_a_page_is_the_same_from_the_files_the_index_and_its_cards(tmp_path, arg
     assert _page(tmp_path, *args, RELAXREPRO_NO_CACHE="1") == files
     page = files[0].decode()
     assert "<script>alert" not in page and "unreadable: runs/bad/manifest_broken.json: not JSON" in files[1]
+    assert "outside" not in page and "runs/link -> " in files[1]
 
 
 def test_sweeps_from_the_cards_are_compares_from_whole_documents(tmp_path):
@@ -140,19 +144,6 @@ def test_sweeps_from_the_cards_are_compares_from_whole_documents(tmp_path):
     assert lr["replays"] == {"runs": 2, "reproduced": 0, "diverged": 1, "unverified": 1}
     assert lr["varying"]["pkg.numpy"] == ["1.26.0", "1.26.0", "1.26.1", None, None]  # s0 s1 s2 s5 s9
     assert lr["varying"]["code.proj"][1] == "0000000* patch:eeeeeee"
-
-
-_COUNT_OPENS = """
-import collections, sys
-opened = collections.Counter()
-def hook(event, args):
-    if event == "open" and isinstance(args[0], str) and args[0].endswith(".json") and "manifest_" in args[0]:
-        opened[args[0]] += 1
-sys.addaudithook(hook)
-from relaxrepro import cli
-code = cli.main(sys.argv[1:])
-print(code, sorted(set(opened.values())), len(opened))
-"""
 
 
 def _opens(tmp_path: Path, *args: str) -> str:
