@@ -246,3 +246,14 @@ def test_a_copy_that_appears_later_is_told_by_key_after_one_more_read(tmp_path):
     assert _opens(tmp_path) == "0 [] 0"
     assert (tmp_path / "o.html").read_bytes() == page == _page(tmp_path, "--no-index")[0]
     assert b"1 identical copies of a run&#x27;s manifest counted once" in page
+
+
+def test_no_index_finds_a_run_by_its_id_and_makes_no_index(tmp_path):
+    rich_tree(tmp_path)
+    out = tmp_path / "one.html"
+    res = run_cli("report", "s1", "runs", "--no-index", "-o", str(out), env=_env(tmp_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "<title>Run s1</title>" in out.read_text() and not (tmp_path / "cache").exists()
+    res = run_cli("report", "s1", "runs", "--against", "s0", "--no-index", "-o", str(out), env=_env(tmp_path),
+                  cwd=tmp_path)
+    assert res.returncode == 0 and not (tmp_path / "cache").exists(), res.stderr
