@@ -267,14 +267,14 @@ class Source(Record):
         database is busy: no one waits for a cache. A file read again, or gone, loses its card."""
         for part in self.parts:
             mine = [(path[len(part.prefix):], text) for path, text in cards if path.startswith(part.prefix)]
-            if part.conn is None or part.gen is None or not mine:
+            if part.conn is None or part.gen is None or not (mine or sets):
                 continue
 
             def write(conn: sqlite3.Connection, gen: int = part.gen, mine: List[Tuple[str, str]] = mine) -> None:
                 if conn.execute("SELECT gen FROM state").fetchone()[0] == gen:
                     conn.executemany("INSERT OR REPLACE INTO cards SELECT ?, ? WHERE EXISTS "
                                      "(SELECT 1 FROM files WHERE path = ?)", [(r, t, r) for r, t in mine])
-                    conn.executemany("INSERT OR IGNORE INTO cardsets VALUES (?, ?)", sets)
+                    conn.executemany("INSERT OR REPLACE INTO cardsets VALUES (?, ?)", sets)
             _cache_write(part.conn, write)
 
     def close(self) -> None:

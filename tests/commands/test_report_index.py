@@ -181,18 +181,29 @@ def test_every_change_to_a_file_is_seen_and_a_gone_file_loses_its_card(tmp_path)
     assert db.execute("SELECT count(*) FROM cards WHERE path NOT IN (SELECT path FROM files)").fetchone()[0] == 0
 
 
-def test_a_card_of_another_format_or_a_lost_package_table_is_made_again_from_the_file(tmp_path):
+@pytest.mark.parametrize("damage", [
+    "UPDATE cards SET card = '{\"v\":0}' WHERE path LIKE 'lr/%'",  # an older relaxrepro's
+    "UPDATE cards SET card = '{\"v\":1,\"key\":null,' WHERE path LIKE 'lr/%'",  # cut short
+    "UPDATE cards SET card = '{\"v\":1,\"key\":null,\"fields\":{}}' WHERE path LIKE 'inc/%'",  # no run id
+    "UPDATE cards SET card = '{\"v\":1,\"key\":null,\"fields\":{\"run_id\":\"x\"},\"facts\":[]}'",
+    "UPDATE cards SET card = '[1]'",
+    "DELETE FROM cardsets",
+    "UPDATE cardsets SET body = '{oops'",
+], ids=["old-format", "cut-short", "no-run-id", "facts-not-an-object", "not-an-object", "sets-lost", "sets-damaged"])
+def test_a_card_of_another_format_damaged_or_without_its_table_is_made_again_from_the_file(tmp_path, damage):
     rich_tree(tmp_path)
     want = _page(tmp_path)
     db = sqlite3.connect(str(_db(tmp_path)))
     with db:
-        db.execute("UPDATE cards SET card = '{\"v\":0}' WHERE path LIKE 'lr/%'")
-        db.execute("DELETE FROM cardsets")
+        db.execute(damage)
     db.close()
     assert _page(tmp_path) == want
     db = sqlite3.connect(str(_db(tmp_path)))
-    assert db.execute("SELECT count(*) FROM cards WHERE card LIKE '{\"v\":0%'").fetchone()[0] == 0
+    if damage.startswith("UPDATE cards"):  # made again and kept
+        assert db.execute("SELECT count(*) FROM cards WHERE card NOT LIKE '{\"v\":1,\"key\":%\"fields\"%' "
+                          "AND card NOT LIKE '%\"error\"%'").fetchone()[0] == 0
     assert _page(tmp_path) == want
+    assert _opens(tmp_path) == "0 [1] 2"  # all kept again: only the replay and its original are read
 
 
 def test_cards_are_not_kept_over_a_write_by_another_process(tmp_path):

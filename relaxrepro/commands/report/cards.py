@@ -132,18 +132,17 @@ def read(roots: Sequence[str], use_index: bool = True, env: Optional[Mapping[str
     """Every run below ``roots``: its card from the run index where the index holds one, else from its file
     (then kept there for the next page)."""
     env = os.environ if env is None else env
-    texts: List[Tuple[str, str]] = []
+    cards: List[Tuple[str, Dict[str, Any]]] = []
     made: Dict[str, str] = {}
     runs = Runs()
     if not use_index or cache_dir(env) is None:  # a walk: each file read once, for its card
         walk = scan.Walk.of(roots)
-        for path in scan.find_manifests(roots, walk):
-            text, table, doc, _ = make(path)
-            texts.append((path, text))
-            _note(runs, path, doc, table, made)
+        paths = list(scan.find_manifests(roots, walk))
+        texts = [_made(runs, path, False, made)[0] for path in paths]
+        cards = list(zip(paths, _parsed(texts)))
         if walk.warning():
             runs.warnings.append(walk.warning())  # type: ignore[arg-type]
-        return _decoded(runs, texts, made)
+        return _decoded(runs, cards, made)
     src = runindex.open_roots(roots, env=env)
     try:
         runs.warnings.extend(src.warnings)
@@ -151,46 +150,93 @@ def read(roots: Sequence[str], use_index: bool = True, env: Optional[Mapping[str
         fresh: List[Tuple[str, str]] = []
         rows = src.find()
         ids = collections.Counter(r.run_id for r in rows)
+        texts: List[Optional[str]] = []
         for row in rows:
             text = stored.get(row.path)
             keyed = row.run_id is None or ids[row.run_id] > 1  # a copy is told by its key, with no read
-            if text is None or not text.startswith(FORMAT) or (keyed and text.startswith(_UNKEYED)):
-                text, table, doc, keep = make(row.path, keyed)
-                _note(runs, row.path, doc, table, made)
+            texts.append(None if text is None or not text.startswith(FORMAT) or (keyed and text.startswith(_UNKEYED))
+                         else text)
+        for row, text, card in zip(rows, texts, _parsed(texts)):
+            if card is None:  # none kept, of another format, or damaged: the file is the truth
+                text, keep = _made(runs, row.path, row.run_id is None or ids[row.run_id] > 1, made)
                 if keep:
                     fresh.append((row.path, text))
-            texts.append((row.path, text))
-        runs = _decoded(runs, texts, made, src)
-        if fresh:
+                card = _DECODE(text)
+            cards.append((row.path, card))
+        runs = _decoded(runs, cards, made, src)
+        if fresh or made:
             src.keep_cards(fresh, sorted(made.items()))
     finally:
         src.close()
     return runs
 
 
-def _note(runs: Runs, path: str, doc: Optional[Dict[str, Any]], table: Optional[Tuple[str, str]],
-          made: Dict[str, str]) -> None:
-    """Keep what a card just made leaves for later: its package table, and a replay's whole document (its
-    sweep verifies it against its original)."""
+def _made(runs: Runs, path: str, keyed: bool, made: Dict[str, str]) -> Tuple[str, bool]:
+    """:func:`make`'s card text and whether it may be kept, noting what it leaves for later: its package table,
+    and a replay's whole document (its sweep verifies it against its original)."""
+    text, table, doc, keep = make(path, keyed)
     if table is not None:
         made.setdefault(*table)
     if doc is not None and isinstance(lineage_of(doc).get("replay_of"), str):
         runs.whole[path] = doc
+    return text, keep
 
 
-def _decoded(runs: Runs, texts: Sequence[Tuple[str, str]], made: Dict[str, str], src: Any = None) -> Runs:
-    """``runs`` with the cards ``texts`` read: entries, and facts whose package tables are one object per
-    table (a sweep compares a table its runs share once)."""
-    joined = "[%s]" % ",".join(text for _, text in texts)
-    cards = list(zip([path for path, _ in texts], (_DECODE if _LONG_DIGITS.search(joined) else _DECODE_FAST)(joined)))
+def _parsed(texts: Sequence[Optional[str]]) -> List[Optional[Dict[str, Any]]]:
+    """The cards ``texts`` hold (None where there is none, or it is not a card as :func:`make` writes them), read
+    as one JSON text: json's own ints unless a number is longer than a float holds."""
+    present = [t for t in texts if t is not None]
+    joined = "[%s]" % ",".join(present)
+    try:
+        got = iter((_DECODE if _LONG_DIGITS.search(joined) else _DECODE_FAST)(joined))
+    except ValueError:  # one is damaged: each on its own
+        got = iter([_loose(t) for t in present])
+    return [None if t is None else _checked(next(got)) for t in texts]
+
+
+def _loose(text: str) -> Any:
+    try:
+        return _DECODE(text)
+    except ValueError:
+        return None
+
+
+_FACTS = ("run_id", "generated_at", "note", "replay_of", "values", "packages", "metrics", "outputs", "trace")
+
+
+def _checked(card: Any) -> Optional[Dict[str, Any]]:
+    """``card`` when it has the shape :func:`make` gives a card, else None: a database is never trusted over the
+    files (a damaged row costs a read of its file, never a wrong page or a crash)."""
+    if not isinstance(card, dict) or card.get("v") != 1 or not isinstance(card.get("key"), (str, type(None))):
+        return None
+    if "error" in card:
+        return card if isinstance(card["error"], str) else None
+    fields, facts = card.get("fields"), card.get("facts")
+    if not isinstance(fields, dict) or not isinstance(fields.get("run_id"), str):
+        return None
+    if facts is None:
+        return card if isinstance(card.get("whole"), str) else None
+    if not isinstance(facts, dict) or any(k not in facts for k in _FACTS):
+        return None
+    if isinstance(facts["values"], dict) and isinstance(facts["packages"], (str, type(None))) and isinstance(
+            facts["metrics"], (dict, type(None))):
+        return card
+    return None
+
+
+def _decoded(runs: Runs, cards: Sequence[Tuple[str, Dict[str, Any]]], made: Dict[str, str], src: Any = None) -> Runs:
+    """``runs`` with the ``cards`` read: entries, and facts whose package tables are one object per table (a sweep
+    compares a table its runs share once)."""
     keys = {c["facts"]["packages"] for _, c in cards if "facts" in c and c["facts"]["packages"] is not None}
     tables = dict(made)
     if src is not None and keys - set(tables):
         tables.update(src.card_sets(sorted(keys - set(tables))))
     shared: Dict[Optional[str], Dict[str, Any]] = {None: {}}
+    for key in keys:
+        table = _loose(tables[key]) if key in tables else None
+        if isinstance(table, dict):
+            shared[key] = table
     for path, card in cards:
-        if "facts" in card:
-            card["facts"]["doc"] = card["key"]
         if "error" in card:
             runs.entries.append(scan.Entry(path, error=card["error"]))
             continue
@@ -199,12 +245,14 @@ def _decoded(runs: Runs, texts: Sequence[Tuple[str, str]], made: Dict[str, str],
         if facts is None:
             runs.facts[path] = card["whole"]
             continue
-        key = facts["packages"]
-        if key not in shared:
-            if key not in tables:  # the table went missing from the index: the file is the truth
-                runs.facts[path] = dict(run_facts(runs.load(path)), doc=facts["doc"])
-                continue
-            shared[key] = _DECODE(tables[key])
-        facts["packages"] = shared[key]
+        facts["doc"] = card["key"] or None
+        if facts["packages"] not in shared:  # the table went missing from the index: the file is the truth
+            whole = run_facts(runs.load(path))
+            if whole["packages"]:  # kept again (the same document gives the same key)
+                text = _ENCODE(whole["packages"])
+                made[sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]] = text
+            runs.facts[path] = dict(whole, doc=facts["doc"])
+            continue
+        facts["packages"] = shared[facts["packages"]]
         runs.facts[path] = facts
     return runs
