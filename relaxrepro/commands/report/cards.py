@@ -98,14 +98,30 @@ def make(path: str, keyed: bool = False) -> Tuple[str, Optional[Tuple[str, str]]
     else:
         facts = run_facts(doc, keyed)
         key = facts.pop("doc")
-        if facts["packages"]:
-            text = _ENCODE(facts["packages"])
-            facts["packages"] = sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]
-            table = (facts["packages"], text)
-        else:
-            facts["packages"] = None
+        table = _table(facts["packages"]) if facts["packages"] else None
+        facts["packages"] = table[0] if table else None
         card["facts"] = facts
     return _text(key, card), table, doc, raw is not None
+
+
+def _table(pkgs: Dict[str, Any]) -> Tuple[str, str]:
+    """(key, text) of a package table as cards name it, remembered by its items: a tree's runs share a few
+    tables, and each would be written out and digested again in every one of its cards."""
+    seen: Any = None
+    got = None
+    # Only tables of text: 1, 1.0 and True are equal keys, and are written differently.
+    if all(type(v) is str for v in pkgs.values()):
+        seen = tuple(pkgs.items())
+        got = _TABLES.get(seen)
+    if got is None:
+        text = _ENCODE(pkgs)
+        got = (sha256_hex(text.encode("utf-8", "surrogatepass"))[:32], text)
+        if seen is not None and len(_TABLES) < 2000:
+            _TABLES[seen] = got
+    return got
+
+
+_TABLES: Dict[Any, Tuple[str, str]] = {}
 
 
 def _text(key: Optional[str], card: Dict[str, Any]) -> str:
@@ -249,8 +265,7 @@ def _decoded(runs: Runs, cards: Sequence[Tuple[str, Dict[str, Any]]], made: Dict
         if facts["packages"] not in shared:  # the table went missing from the index: the file is the truth
             whole = run_facts(runs.load(path))
             if whole["packages"]:  # kept again (the same document gives the same key)
-                text = _ENCODE(whole["packages"])
-                made[sha256_hex(text.encode("utf-8", "surrogatepass"))[:32]] = text
+                made.setdefault(*_table(whole["packages"]))
             runs.facts[path] = dict(whole, doc=facts["doc"])
             continue
         facts["packages"] = shared[facts["packages"]]
