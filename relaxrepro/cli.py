@@ -276,6 +276,7 @@ def _add_report(sub: "argparse._SubParsersAction") -> None:
                      "or group, the run ids, bytes) instead of the path")
     rep.add_argument("--chart", metavar="COLUMN", help="chart only this metric (metric.NAME) or only against this "
                      "varying value (arg.NAME, ...); default: each metric against each value that varies")
+    _add_no_index(rep)
     _add_runs(rep)
 
 

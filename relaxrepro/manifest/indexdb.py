@@ -6,7 +6,8 @@ cells, the package set), ``docs`` (the slim document and the query facts as JSON
 does not read them), ``terms`` (each fact a query looks up -- ``run``, ``group``, ``parent``, ``status``,
 ``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as a ``(path, key, value)`` row, indexed
 by key and value: :func:`runrow.terms`), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
-``outputs`` (answers kept for an unchanged tree).
+``outputs`` (answers kept for an unchanged tree), ``cards`` (what ``report`` keeps of a file beside its row, filled
+by report: :meth:`runindex.Source.keep_cards`) and ``cardsets`` (the parts cards share, by digest).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
     from .treesig import Walked
 
-VERSION = 3
+VERSION = 4
 """The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
@@ -54,9 +55,13 @@ _SCHEMA = (
     "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
     "INSERT INTO state VALUES (0, NULL, 0)",
     "CREATE TABLE outputs (key TEXT PRIMARY KEY, tree BLOB, meta TEXT, body BLOB)",
+    # A file's card goes with its row (deleted when the file is read again or gone); a set is kept while its
+    # database is, like a package set.
+    "CREATE TABLE cards (path TEXT PRIMARY KEY, card TEXT)",
+    "CREATE TABLE cardsets (key TEXT PRIMARY KEY, body TEXT)",
     "PRAGMA user_version = %d" % VERSION,
 )
-_TABLES = {"files", "docs", "terms", "dirs", "pkgsets", "state", "outputs"}
+_TABLES = {"files", "docs", "terms", "dirs", "pkgsets", "state", "outputs", "cards", "cardsets"}
 _INDEXES = {name: "CREATE INDEX IF NOT EXISTS %s ON %s" % (name, on) for name, on in (
     ("files_run", "files (run_id)"), ("files_parent", "files (parent)"), ("files_grp", "files (grp)"),
     ("files_pkg", "files (pkgkey)"), ("terms_kv", "terms (key, value, path)"), ("terms_path", "terms (path)"))}
@@ -329,10 +334,11 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
         if (got[0] if got else None) != d.old_sig:
             clean = False
             continue
-        for table in ("files", "docs", "terms"):
+        for table in ("files", "docs", "terms", "cards"):
             conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in d.gone])
         if d.old_sig is not None:  # files read again: their terms are replaced, not added to (a cold build has none)
-            conn.executemany("DELETE FROM terms WHERE path = ?", [(rel,) for rel, _ in d.rows])
+            for table in ("terms", "cards"):  # and a card of what the file held before is dropped
+                conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(rel,) for rel, _ in d.rows])
         conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          [(rel,) + _files_values(row) for rel, row in d.rows])
         conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",

@@ -294,36 +294,85 @@ class Source(Record):
         tree = self.tree()
         if tree is None:
             return
-        conn = self.parts[0].conn
-        try:
-            conn.execute("COMMIT")
-            conn.execute("PRAGMA busy_timeout = 0")
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                asked = conn.execute("SELECT 1 FROM outputs WHERE key = ? AND tree = ?", (key, tree)).fetchone()
-                conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
-                conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
-                             (key, tree, meta, body) if asked else (key, tree, None, None))
-                for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
-                    conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
-                                 "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                raise
-        except sqlite3.Error:
-            pass
+
+        def write(conn: sqlite3.Connection) -> None:
+            asked = conn.execute("SELECT 1 FROM outputs WHERE key = ? AND tree = ?", (key, tree)).fetchone()
+            conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
+            conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
+                         (key, tree, meta, body) if asked else (key, tree, None, None))
+            for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
+                conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
+                             "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
+        _cache_write(self.parts[0].conn, write)
+
+    def cards(self) -> Dict[str, str]:
+        """The cards the databases hold, by path: a text a reader derived from a file and stored beside its row
+        (``report``'s, :meth:`keep_cards`); the rows in memory have none."""
+        out: Dict[str, str] = {}
+        for part in self.parts:
+            if part.conn is not None:
+                p = part.prefix
+                out.update((p + path, card) for path, card in part.conn.execute("SELECT path, card FROM cards"))
+        return out
+
+    def card_sets(self, keys: Iterable[str]) -> Dict[str, str]:
+        """The texts stored under ``keys`` by :meth:`keep_cards` (the parts many cards share)."""
+        out: Dict[str, str] = {}
+        for part in self.parts:
+            if part.conn is not None:
+                for key in keys:
+                    if key not in out:
+                        got = part.conn.execute("SELECT body FROM cardsets WHERE key = ?", (key,)).fetchone()
+                        if got is not None:
+                            out[key] = got[0]
+        return out
+
+    def keep_cards(self, cards: Sequence[Tuple[str, str]], sets: Sequence[Tuple[str, str]]) -> None:
+        """Store ``cards`` ((path, text) of files read now) beside the rows of this snapshot, with the ``sets``
+        (key, text) they name. Only where no other process wrote since the snapshot (a row may be another
+        file's now) and only for files the database holds (not those written just now); quietly not when the
+        database is busy: no one waits for a cache. A file read again, or gone, loses its card."""
+        for part in self.parts:
+            mine = [(path[len(part.prefix):], text) for path, text in cards if path.startswith(part.prefix)]
+            if part.conn is None or part.gen is None or not (mine or sets):
+                continue
+
+            def write(conn: sqlite3.Connection, gen: int = part.gen, mine: List[Tuple[str, str]] = mine) -> None:
+                if conn.execute("SELECT gen FROM state").fetchone()[0] == gen:
+                    conn.executemany("INSERT OR REPLACE INTO cards SELECT ?, ? WHERE EXISTS "
+                                     "(SELECT 1 FROM files WHERE path = ?)", [(r, t, r) for r, t in mine])
+                    conn.executemany("INSERT OR REPLACE INTO cardsets VALUES (?, ?)", sets)
+            _cache_write(part.conn, write)
 
     def close(self) -> None:
         for part in self.parts:
             part.close()
 
 
+def _cache_write(conn: sqlite3.Connection, write: Callable[[sqlite3.Connection], None]) -> None:
+    """``write`` in a transaction of its own, after the snapshot read so far (which it ends): what a command
+    keeps for the next one. Quietly not when the database is busy or cannot be written: no one waits for a cache."""
+    try:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            write(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            rollback(conn)
+            raise
+    except sqlite3.Error:
+        pass
+
+
 class _Part(Record):
     """One root (``prefix``: its path and a separator): rows in memory (``rows``), or a database snapshot
     (``conn`` in a read transaction) plus the rows of files not stored (``extra``); ``sets``: package sets
     in memory; ``digest``: the snapshot's tree digest when it holds every row; ``order``: each directory's
-    place in the walk; ``by``: the rows in memory by ``run_id``, ``parent`` or ``group``, made when asked."""
+    place in the walk; ``by``: the rows in memory by ``run_id``, ``parent`` or ``group``, made when asked;
+    ``gen``: the snapshot's write counter (``state.gen``)."""
 
     prefix: str
     rows: Optional[List[Row]] = None
@@ -334,6 +383,7 @@ class _Part(Record):
     order: Dict[str, int] = Factory(dict)
     by: Dict[str, Dict[Optional[str], List[Row]]] = Factory(dict)
     unstored: Optional[str] = None
+    gen: Optional[int] = None
 
     def find(self, where: str, params: Sequence[Any], test: Optional[Callable[[Row], bool]],
              want: Sequence[str]) -> List[Row]:
@@ -463,7 +513,7 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
     conn.execute("BEGIN")
     tree, writes = conn.execute("SELECT tree, gen FROM state").fetchone()
     if tree == digest and whole:  # this snapshot is the tree
-        part.conn, part.digest = conn, digest
+        part.conn, part.digest, part.gen = conn, digest, writes
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
@@ -471,7 +521,8 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
     part.unstored = done.failed
     conn.execute("BEGIN")
     part.conn = conn
-    if done.written and conn.execute("SELECT tree FROM state").fetchone()[0] == done.digest:
+    tree, part.gen = conn.execute("SELECT tree, gen FROM state").fetchone()
+    if done.written and tree == done.digest:
         part.extra = done.extra
         part.digest = done.digest if not done.extra else None
         return part

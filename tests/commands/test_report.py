@@ -261,13 +261,15 @@ print(code, sorted(set(opened.values())), len(opened))
 
 def test_a_page_of_many_runs_reads_each_manifest_once(tmp_path):
     # The table, the cards and every sweep come from one read of each file (a sweep's runs were read three
-    # times: the listing, the group's lookup, the whole document), a broken one among them.
+    # times: the listing, the group's lookup, the whole document), a broken one among them. Through the run
+    # index, the next page reads none (test_report_index.py).
     tree = sweep_tree(tmp_path / "runs")
     for i in range(6):
         put(tree / "more", make_doc("20260201_00000%d_eeeeeee" % i, generated_at="2026-02-01T00:00:0%dZ" % i,
                                     config={"resolved_args": {"lr": i}}, lineage={"group": "g%d" % (i % 2)}))
     (tree / "more" / "manifest_broken.json").write_text("{")
-    res = subprocess.run([sys.executable, "-c", _COUNT_OPENS, "report", str(tree), "-o", str(tmp_path / "o.html")],
+    res = subprocess.run([sys.executable, "-c", _COUNT_OPENS, "report", str(tree), "-o", str(tmp_path / "o.html"),
+                          "--no-index"],
                          capture_output=True, text=True, cwd=str(ROOT), timeout=120)
     assert res.stdout.splitlines()[-1] == "0 [1] 11", res.stderr
     page = (tmp_path / "o.html").read_text(encoding="utf-8")

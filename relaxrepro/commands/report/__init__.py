@@ -5,9 +5,10 @@ under ``.``) gives a run page, with its ancestry and descendants when directorie
 the ``diff`` of the two; directories alone give every run below them: a table, the lineage graph, a sweep
 per group (``compare``'s table) and a card per run; ``--group NAME`` only that group's runs.
 
-The data comes from the analyses the commands share (:mod:`relaxrepro.analyze`: ``compare_group``, ``ancestry``,
-``diff_documents``, ``check``'s rules); :mod:`.._pages` turns it into the page. The page is written
-atomically, and only over a file that is itself a relaxrepro report.
+The data comes from the analyses the commands share (:mod:`relaxrepro.analyze`: ``compare``'s sweep, ``ancestry``,
+``diff_documents``, ``check``'s rules); :mod:`.._pages` turns it into the page. A page of many runs reads each
+run's card from the run index (:mod:`.cards`: the file is read once, the first time, unless ``--no-index``). The
+page is written atomically, and only over a file that is itself a relaxrepro report.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ import re
 import sys
 
 from ...analyze.check import judge
-from ...analyze.compare import compare_docs
+from ...analyze.compare import compare_facts
 from ...analyze.lineage import ancestry, descendants
-from ...manifest import scan, summary
+from ...manifest import summary
 from ...manifest.fields import get
-from ...manifest.model import READ_LIMIT_BYTES
-from ...manifest.reader import ManifestError, parse_manifest, read_bytes, read_manifest_file
+from ...manifest.reader import ManifestError, read_manifest_file
 from ...manifest.writer import describe_os_error
 from .._common import Exit, print_json, say, unreadable_tail
 from .._pages import html as H
@@ -32,16 +32,12 @@ from .._pages.graph import first_change, lineage_svg
 from .._pages.sweep import sweep_section
 from .._pages.twoway import two_run_page
 from .._runs import NotFound, find_manifest, run_dirs
+from . import cards
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     import argparse
     from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-FIELDS = ("schema_version", "run_id", "generated_at", "command", "code", "hardware", "lineage",
-          "outcome", "results", "seeds", "training")
-"""The sections a run's card in a many-run page shows: not the bulky ``config`` and ``environment``, whose
-reading would parse every file whole (``compare`` reads each sweep's runs whole once)."""
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 
@@ -66,11 +62,11 @@ def _read(path: str) -> Dict[str, Any]:
         raise _Unreadable("%s: %s" % (path, exc)) from None
 
 
-def _find(given: str, where: Sequence[str]) -> str:
+def _find(given: str, where: Sequence[str], use_index: bool = True) -> str:
     """The manifest ``given`` names (a path, or a run id or a unique prefix of one below ``where``)."""
     warnings: List[str] = []
     try:
-        return find_manifest(given, where, warnings=warnings)
+        return find_manifest(given, where, use_index=use_index, warnings=warnings)
     except NotFound as exc:
         raise _Refused(str(exc)) from None
     finally:
@@ -132,22 +128,16 @@ def _graph(docs: Sequence[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[T
     return nodes, edges
 
 
-def _sweep(group: str, paths: Sequence[str], whole: Dict[str, Any]) -> Dict[str, Any]:
-    """``compare_group``'s result for the runs at ``paths`` (in time order), from the documents in ``whole``
-    (each run read once for the page), each one missing there read now."""
-    loaded, unreadable = [], []
+def _sweep(group: str, paths: Sequence[str], runs: cards.Runs) -> Dict[str, Any]:
+    """``compare_group``'s result for the runs at ``paths`` (in time order), from their facts in ``runs``."""
+    facts, unreadable = [], []
     for p in paths:
-        if p not in whole:
-            try:
-                whole[p] = read_manifest_file(p)[0]
-            except ManifestError as exc:
-                whole[p] = str(exc)
-        doc = whole[p]
-        if isinstance(doc, dict):
-            loaded.append((p, doc))
+        f = runs.facts.get(p)
+        if isinstance(f, dict):
+            facts.append((p, f))
         else:
-            unreadable.append("%s: %s" % (p, doc))
-    return compare_docs(group, loaded, unreadable)
+            unreadable.append("%s: %s" % (p, f))
+    return compare_facts(group, facts, unreadable, runs.load)
 
 
 def _by_time(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -156,9 +146,9 @@ def _by_time(docs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 # -- the pages -------------------------------------------------------------------------------------
 
-def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = "") -> str:
+def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = "", use_index: bool = True) -> str:
     """One run: its full card, ``check``'s verdicts when asked, its ancestry and descendants under ``roots``."""
-    result = ancestry(path, list(roots))
+    result = ancestry(path, list(roots), use_index=use_index)
     chain = [c for c in result["chain"] if c.get("run_id") is not None]
     nodes = [{"id": str(c["run_id"]), "depth": i, "missing": c.get("missing"),
               "sub": "missing" if c.get("missing") else "ancestor", "bad": False} for i, c in enumerate(chain)]
@@ -168,7 +158,8 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
         nodes[-1]["sub"] = "this run"
     if roots:  # descendants: runs whose parent chain reaches this one, level by level
         seen = {n["id"] for n in nodes}
-        level, depth = list((descendants(rid, list(roots))["root"] or {}).get("children", ())), len(nodes)
+        below = descendants(rid, list(roots), use_index=use_index)["root"] or {}
+        level, depth = list(below.get("children", ())), len(nodes)
         parent_of = {c["run_id"]: rid for c in level}
         while level and len(nodes) < 300:
             nxt = []
@@ -189,35 +180,12 @@ def run_page(path: str, doc: Dict[str, Any], roots: Sequence[str], check: str = 
     return H.page("Run %s" % rid, "run", body, H.esc(path))
 
 
-def _read_runs(roots: Sequence[str], walk: scan.Walk) -> Tuple[List[scan.Entry], Dict[str, Any]]:
-    """Every manifest below ``roots``, each read once: (entries holding the :data:`FIELDS` a card shows, or why
-    they cannot be read, as ``ls`` words it; {path: the whole checked document, or why it cannot be read as
-    ``compare`` words it}). A file the strict reader refuses still has its card when those sections read."""
-    entries: List[scan.Entry] = []
-    whole: Dict[str, Any] = {}
-    for path in scan.find_manifests(roots, walk):
-        raw: Optional[bytes] = None
-        doc: Optional[Dict[str, Any]] = None
-        try:
-            raw = read_bytes(path, READ_LIMIT_BYTES)
-            doc = whole[path] = parse_manifest(raw)[0]
-        except ManifestError as exc:
-            whole[path] = str(exc)
-        try:
-            fields = {k: doc[k] for k in FIELDS if k in doc} if doc is not None else scan.read_fields(path, FIELDS,
-                                                                                                     raw=raw)
-        except ManifestError as exc:
-            entries.append(scan.Entry(path, error=str(exc)))
-        else:
-            entries.append(scan.Entry(path, fields))
-    return entries, whole
-
-
 def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str] = None,
-              chart: Optional[str] = None, whole: Optional[Dict[str, Any]] = None) -> str:
+              chart: Optional[str] = None, runs: Optional[cards.Runs] = None) -> str:
     """Many runs: the table, the lineage graph, one sweep per group of two runs or more, a card per run.
-    ``whole``: {path: the whole document, or why it cannot be read} of the runs read already (the sweeps
-    compare those; a run not in it is read for its sweep)."""
+    ``runs``: what :func:`cards.read` read, the sweeps' facts (default: read below ``roots`` now)."""
+    if runs is None:
+        runs = cards.read(roots)
     docs = _by_time([e.doc for e in entries])
     paths = {e.run_id: e.path for e in entries}
     by_id = {str(d.get("run_id")): d for d in docs}
@@ -226,7 +194,7 @@ def runs_page(entries: Sequence[Any], roots: Sequence[str], group: Optional[str]
         g = get(d, "lineage.group", None)
         if isinstance(g, str) and g:
             members.setdefault(g, []).append(paths[d["run_id"]])
-    sweeps = "".join(sweep_section(_sweep(g, members[g], whole or {}), by_id, chart)
+    sweeps = "".join(sweep_section(_sweep(g, members[g], runs), by_id, chart)
                      for g in sorted(members) if len(members[g]) > 1 or g == group)
     nodes, edges = _graph(docs)
     labels = {(a, b): first_change(by_id[a], by_id[b]) if a in by_id else "parent not found here"
@@ -249,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         for p in inputs:
             if os.path.isdir(p):
                 continue
-            picked.append(p if os.path.lexists(p) else _find(p, where))
+            picked.append(p if os.path.lexists(p) else _find(p, where, not args.no_index))
         if args.group is not None and picked:
             return _fail("--group takes directories only, not %s", picked[0])
         if len(picked) > 2:
@@ -262,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         docs = [_read(p) for p in picked]
         if len(docs) == 1:
             check = _check(docs[0], args) if (args.against or args.here) else ""
-            text = run_page(picked[0], docs[0], roots, check)
+            text = run_page(picked[0], docs[0], roots, check, not args.no_index)
             default = _name(docs[0].get("run_id"))
             kind, shown = "run", [docs[0].get("run_id")]
         elif len(docs) == 2:
@@ -270,10 +238,10 @@ def run(args: argparse.Namespace) -> int:
             default = _name(docs[0].get("run_id"), docs[1].get("run_id"))
             kind, shown = "diff", [d.get("run_id") for d in docs]
         else:
-            walk = scan.Walk.of(roots)
-            entries, whole = _read_runs(roots, walk)
-            if walk.warning():
-                say("relaxrepro report: warning: %s", walk.warning())
+            runs = cards.read(roots, use_index=not args.no_index)
+            entries = runs.entries
+            for w in runs.warnings:
+                say("relaxrepro report: warning: %s", w)
             for e in entries:
                 if e.error is not None:
                     say("relaxrepro report: warning: unreadable: %s: %s", e.path, e.error)
@@ -285,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
                     else "readable manifest" if unread else "manifest_*.json", ", ".join(roots),
                     unreadable_tail(unread))
                 return Exit.FAIL
-            text = runs_page(good, roots, args.group, args.chart, whole)
+            text = runs_page(good, roots, args.group, args.chart, runs)
             default = _name(args.group) if args.group else "report.html"
             kind, shown = "group" if args.group else "runs", [e.doc.get("run_id") for e in good]
         path, note = output.target(args.output, default, roots + picked, os.environ)
@@ -309,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(doc: Dict[str, Any], args: argparse.Namespace) -> str:
     """``check``'s verdicts: against the manifest ``--against`` names, or this machine (``--here``)."""
     if args.against:
-        other = _read(_find(args.against, run_dirs(args.runs, os.environ)))
+        other = _read(_find(args.against, run_dirs(args.runs, os.environ), not args.no_index))
         report = judge(doc, other)
         where = "compared with %s (run %s)" % (args.against, other.get("run_id"))
     else:
