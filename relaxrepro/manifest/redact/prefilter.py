@@ -59,6 +59,12 @@ scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner
 ``node``) is found by ``str.find`` instead, ~1 ns a character."""
 
 
+# What must follow a trigger word for its name to hold a value (a superset of :func:`_may_assign`, looked at in
+# C): the rest of the name, then ``=``, ``:``, ``, "`` or blanks and a word. Most trigger words in code stop here
+# (``key)``, ``pass`` alone on its line, ``host,``), before any Python runs for them.
+_FOLLOW = r"[\w.-]*(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[^\s=:])"
+
+
 def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
     """One expression for ``(needle, what must follow it, a trigger word)``: a branch per anchor character, each
     needle anchored on its rarest character, looking behind and ahead for the rest; a trigger word's
@@ -95,7 +101,7 @@ def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Opt
     key = tuple(machine)
     found = _cache.get(key)
     if found is None:
-        needles = [(t, "", True) for t in TRIGGERS]
+        needles = [(t, _FOLLOW, True) for t in TRIGGERS]
         needles += [(n, "", False) for n in _SHAPES + _TOOLS + _OTHER + key if n]
         needles += [(n, r"s?[ \t\\]", False) for n in _TOOL_WORDS]
         rare = [n for n in needles if _RARE.intersection(n[0])]
@@ -151,33 +157,86 @@ def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) ->
     return bool(seq) and _LIST_KEY_END.match(text, b) is not None
 
 
-def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]]) -> Optional[List[int]]:
-    """The 0-based numbers, ascending, of the lines of ``text`` (``lines``: its ``splitlines(True)``) that hold a
-    needle; None when there is no telling (``machine`` None: a ``--redact-pattern`` may match anything; or a text
-    whose lower-casing changes its length). ``machine``: the lower-case needles of this machine's rules
-    (hostname, home, login)."""
+_BREAKS_ASCII = "\x0b\x0c\x1c\x1d\x1e"
+"""Where ``str.splitlines`` also ends a line, besides ``\\n``, ``\\r`` and the non-ASCII ones."""
+
+
+class Lines:
+    """Where the lines of ``text`` start and end, as :meth:`str.splitlines` cuts them, without a list of them: a text
+    whose only line breaks are ``\\n`` (and ``\\r\\n``) is cut with ``str.find`` at the lines asked for; one with
+    another separator (a lone ``\\r``, ``\\x0b``, ``\\x85``, ``\\u2028``...) from its ``splitlines``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.size = len(text)
+        odd = ("\r" in text and text.count("\r") != text.count("\r\n")) or any(
+            map(text.__contains__, _BREAKS_ASCII if text.isascii() else _BREAKS_ASCII + "\x85\u2028\u2029"))
+        self.starts: Optional[List[int]] = list(accumulate(map(len, text.splitlines(True)), initial=0)) if odd \
+            else None
+
+    def start(self, at: int) -> int:
+        """Where the line holding the offset ``at`` starts."""
+        if self.starts is None:
+            return self.text.rfind("\n", 0, at) + 1
+        return self.starts[bisect_right(self.starts, at) - 1]
+
+    def end(self, start: int) -> int:
+        """Where the line starting at ``start`` ends (after its line break)."""
+        if self.starts is None:
+            end = self.text.find("\n", start)
+            return self.size if end < 0 else end + 1
+        return self.starts[bisect_right(self.starts, start)] if start < self.size else self.size
+
+    def numbers(self, starts: Iterable[int]) -> List[int]:
+        """The 1-based numbers of the lines starting at ``starts`` (ascending)."""
+        if self.starts is not None:
+            return [bisect_right(self.starts, s) for s in starts]
+        out, line, last = [], 1, 0
+        for s in starts:
+            line += self.text.count("\n", last, s)
+            out.append(line)
+            last = s
+        return out
+
+
+def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Optional[List[int]]:
+    """Where the lines of ``text`` that hold a needle start (offsets, ascending); None when there is no telling
+    (``machine`` None: a ``--redact-pattern`` may match anything). ``machine``: the lower-case needles of this
+    machine's rules (hostname, home, login).
+
+    The needles are looked for in an ASCII copy of the text, each other character a ``?`` (so that an offset
+    there is one in ``text`` and lower-casing keeps every length): a line holding such a character goes through
+    the rules whatever it holds (``\\u212a`` lower-cases to an ASCII ``k``)."""
     if machine is None:
         return None
-    low = text.lower()
-    if len(low) != len(text):
-        return None
-    starts = list(accumulate(map(len, lines), initial=0))
     hot: Set[int] = set()
+    if text.isascii():
+        plain = text
+    else:
+        plain = text.encode("ascii", "replace").decode("ascii")
+        at = plain.find("?")
+        while at >= 0:
+            if text[at] != "?":
+                line = lines.start(at)
+                hot.add(line)
+                at = lines.end(line) - 1
+            at = plain.find("?", at + 1)
+    low = plain.lower()
     seen: Dict[str, Tuple[int, int]] = {}
 
     def found(at: int, end: int, trigger: bool) -> None:
-        line = bisect_right(starts, at) - 1
+        line = lines.start(at)
         if line in hot:
             return
         if trigger:
-            a, b = _word_at(text, at, end)
-            word = text[a:b]
+            a, b = _word_at(plain, at, end)
+            word = plain[a:b]
             kinds = seen.get(word)
             if kinds is None:
                 name = word.lstrip("-")
                 kinds = seen[word] = (KIND_SECRET, KIND_SECRET) if len(name) > 80 else (
                     name_kind(name), sequence_kind(name))
-            if not _may_assign(text, a, b, kinds, starts[line]):
+            if not _may_assign(plain, a, b, kinds, line):
                 return
         hot.add(line)
 
@@ -191,14 +250,17 @@ def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]])
                 found(at, at + len(needle), trigger)
             at = low.find(needle, at + 1)
     for needle in _CASED:
-        at = text.find(needle)
+        at = plain.find(needle)
         while at >= 0:
             found(at, at, False)
-            at = text.find(needle, at + 1)
+            at = plain.find(needle, at + 1)
     # A file whose values run to the end of their line, or on below (``.env``, ``.netrc``, ``.pgpass``): each
     # of its lines goes through the rules. Every header holds the needle "diff --git ".
-    headers = sorted(i for i in hot if lines[i].startswith("diff --git "))
-    for k, i in enumerate(headers):
-        if file_mode(lines[i].rstrip("\r\n")) is not None:
-            hot.update(range(i, headers[k + 1] if k + 1 < len(headers) else len(lines)))
+    headers = sorted(s for s in hot if text.startswith("diff --git ", s))
+    for k, s in enumerate(headers):
+        if file_mode(text[s:lines.end(s)].rstrip("\r\n")) is not None:
+            stop = headers[k + 1] if k + 1 < len(headers) else len(text)
+            while s < stop:
+                hot.add(s)
+                s = lines.end(s)
     return sorted(hot)

@@ -459,17 +459,18 @@ class Redactor:
 
 def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[str, int]:
     """``rx.subn(MASK, text)`` for a text of megabytes (a patch): the pattern runs only over the lines that hold
-    one of ``values`` (``str.find`` for each costs ~1 ns a character, the pattern's pass ~100)."""
-    values = [v for v in values if v in text]
-    if not values:
-        return text, 0
-    if any("\n" in v for v in values):
-        return rx.subn(MASK, text)
+    one of ``values`` (``str.find`` for each costs ~0.5 ns a character, the pattern's pass ~100); each value is
+    looked for once, from one line holding it to the next."""
     starts = set()
     for v in values:
         at = text.find(v)
+        if at >= 0 and "\n" in v:
+            return rx.subn(MASK, text)
         while at >= 0:
             starts.add(text.rfind("\n", 0, at) + 1)
+            at = text.find("\n", at + len(v))
+            if at < 0:
+                break
             at = text.find(v, at + 1)
     out: List[str] = []
     last = count = 0
@@ -480,6 +481,8 @@ def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[st
         if n:
             out += [text[last:a], new]
             last, count = b, count + n
+    if not count:
+        return text, 0
     return "".join(out + [text[last:]]), count
 
 
