@@ -182,3 +182,28 @@ def test_a_value_masked_elsewhere_is_still_masked_in_a_patch() -> None:
     patch = out["code"]["repo"]["patch"]["text"]
     assert pw not in patch and "+note = 'the db is at ***'\n" in patch
     assert patch.count("\n") == text.count("\n")
+
+
+@pytest.mark.parametrize("line,copy", [
+    ("+    password = getpass.getpass(prompt)", "+    answer = getpass.getpass(prompt)"),
+    ("+_token_re = re.compile(r'[a-z]+')", "+_word_re = re.compile(r'[a-z]+')"),
+    ("+    key = jax.random.PRNGKey(0)", "+    rng = jax.random.PRNGKey(0)"),
+    ("+        self.cookie = self.tell()", "+        pos = self.tell()"),
+], ids=["getpass", "re-compile", "prng-key", "method"])
+def test_a_call_masked_by_its_name_is_not_chased_through_the_rest_of_the_patch(line: str, copy: str) -> None:
+    # The value of a secret's name that is a call in code holds no secret (it returns one at run time): the
+    # assignment is masked, its copies elsewhere are more code, and stay.
+    red = Redactor(**MACHINE)
+    text, changed = red.lines(_patch(_body(30) + [line] + _body(30) + [copy] + _body(10)))
+    assert changed == [35] and "***" in text.splitlines()[34]
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
+    assert copy + "\n" in out
+
+
+@pytest.mark.parametrize("value", ["Tr0ub4dor&3", "Tr0ub4dor(3)", "hunter2!x", "x9(a)#Kq"])
+def test_a_value_that_reads_as_a_password_is_still_chased_through_the_patch(value: str) -> None:
+    red = Redactor(**MACHINE)
+    text, _ = red.lines(_patch(_body(30) + ["+DB_PASSWORD = '%s'" % value] + _body(30)
+                               + ["+connect('db', '%s')" % value] + _body(10)))
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
+    assert value not in out and "+connect('db', '***')\n" in out

@@ -56,6 +56,8 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 _PASSWORDISH_RE = LazyPattern(r"[^A-Za-z_.\s-]")
+# A call: a dotted name, its first part without a digit (``Tr0ub4dor(3`` reads as a password), then ``(``.
+_CALL_RE = LazyPattern(r"[A-Za-z_]+(?:\.[A-Za-z_]\w*)*\(")
 
 
 class Redactor:
@@ -102,9 +104,13 @@ class Redactor:
         (``config.resolved_args`` parsed from ``sshpass -p PW``: ``{"p": PW}``)."""
         v = value.strip().strip("\"'")
         # Only what reads as a password (a digit or a symbol, not all digits): an identifier such as
-        # "service_account" under a "credentials" object must not be masked everywhere else.
+        # "service_account" under a "credentials" object must not be masked everywhere else. Nor a call in code
+        # ("password = getpass.getpass(...)", "_re = re.compile(r"...", "key = jax.random.PRNGKey(0)"): the
+        # secret, if any, is what it returns at run time; its text is code, and its copies are more code (the
+        # standard library's 3.5 MB had 41 lines of "re.compile(r" masked for one such name), each a pass
+        # over every patch.
         if 6 <= len(v) <= 512 and not v.isdigit() and _PASSWORDISH_RE.search(v) and "://" not in v \
-                and not is_path(v) and not is_inert(v) and len(self._secrets) < 1000:
+                and not is_path(v) and not is_inert(v) and not _CALL_RE.match(v) and len(self._secrets) < 1000:
             self._secrets.add(v)
         elif 6 <= len(v) <= 64 and v.isdigit() and len(self._numbers) < 1000:
             # A PIN-like password ('sshpass -p 48151623'): its parsed copy is the number 48151623, and the text
