@@ -67,32 +67,54 @@ _FOLLOW = r"[\w.-]*(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[^\s=:])"
 
 def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
     """One expression for ``(needle, what must follow it, a trigger word)``: a branch per anchor character, each
-    needle anchored on its rarest character, looking behind and ahead for the rest; a trigger word's
-    alternative ends in an empty group (``lastindex``). The engine skips every position whose character anchors
-    nothing."""
+    needle anchored on its rarest character; a trigger word's alternative ends in an empty group (``lastindex``).
+    The engine skips every position whose character anchors nothing; where it stops, what it tries must fail
+    fast: the rest of a needle is matched (consumed: it holds no anchor, so no stop is lost) where the engine
+    skips an alternative on its first character, and the needles that look behind the anchor are tried only
+    behind one of their characters."""
     rank = {c: k for k, c in enumerate(_RARITY)}
     rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _trigger in needles]
     used: Dict[str, int] = {}
     for c in rarest:
         used[c] = used.get(c, 0) + 1
-    anchors: Dict[str, List[str]] = {}
-    for (needle, after, trigger), own in zip(needles, rarest):
+    chosen = []
+    for (needle, _after, _trigger), own in zip(needles, rarest):
         # an anchor the other needles stop at already costs nothing more (``npm_`` on their ``p``, not its ``m``)
         shared = [c for c in needle if c != own and used.get(c, 0) > 0 and c in _RARE]
         c = own if used[own] > 1 or not shared else max(shared, key=lambda x: used[x])
         if c != own:
             used[own] -= 1
             used[c] += 1
+        chosen.append(c)
+    stops = set(chosen)
+    # per anchor: (a trigger word, looks behind, the alternative); the first that matches wins, so a needle that
+    # makes its line hot outright comes before every trigger word
+    anchors: Dict[str, List[Tuple[bool, bool, str]]] = {}
+    for (needle, after, trigger), c in zip(needles, chosen):
         j = needle.index(c)
-        look = "(?<=%s)" % re.escape(needle[:j + 1]) if j else ""
-        if needle[j + 1:] or after:
-            look += "(?=%s%s)" % (re.escape(needle[j + 1:]), after)
-        anchors.setdefault(needle[j], []).append(look + ("()" if trigger else ""))
-    for looks in anchors.values():  # a needle that makes its line hot outright first: the first that matches wins
-        looks.sort(key=lambda look: look.endswith("()"))
+        rest = needle[j + 1:]
+        group = "()" if trigger else ""
+        consumed = bool(rest) and not stops.intersection(rest)
+        if consumed:
+            alt = re.escape(rest) + ("(?<=%s)" % re.escape(needle) if j else "") + (
+                "(?=%s)" % after if after else "") + group
+        else:
+            alt = ("(?<=%s)" % re.escape(needle[:j + 1]) if j else "") + (
+                "(?=%s%s)" % (re.escape(rest), after) if rest or after else "") + group
+        anchors.setdefault(c, []).append((trigger, j > 0 and not consumed, alt))
+    out = []
     # the most common anchors first: most positions tried find their branch at once
-    order = sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY)))
-    return "|".join("%s(?:%s)" % (re.escape(c), "|".join(anchors[c])) for c in order)
+    for c in sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY))):
+        parts = []
+        for trigger in (False, True):
+            parts += [alt for t, behind, alt in anchors[c] if t == trigger and not behind]
+            behind = [alt for t, b, alt in anchors[c] if t == trigger and b]
+            if behind:
+                before = sorted({needle[needle.index(c) - 1] for (needle, _a, t), a in zip(needles, chosen)
+                                 if a == c and t == trigger and needle.index(c) > 0})
+                parts.append("(?<=[%s]%s)(?:%s)" % ("".join(map(re.escape, before)), re.escape(c), "|".join(behind)))
+        out.append("%s(?:%s)" % (re.escape(c), "|".join(parts)))
+    return "|".join(out)
 
 
 def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]:
