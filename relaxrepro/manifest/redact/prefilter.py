@@ -50,7 +50,7 @@ _TOOL_WORDS = ("http", "https", "xh", "xhs", "zip", "rar", "login")
 _OTHER = ("://", "uthorization", "bearer", "diff --git ", ".int", ".lan", ".loc", ".corp")
 """URL credentials, headers, a file's header (its mode), internal names."""
 
-_cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]] = {}
+_cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]] = {}
 
 
 _RARE = frozenset(_RARITY[:_RARITY.index("c")])
@@ -59,26 +59,38 @@ scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner
 ``node``) is found by ``str.find`` instead, ~1 ns a character."""
 
 
-# What must follow a trigger word for its name to hold a value (a superset of :func:`_may_assign`, looked at in
-# C): the rest of the name, then ``=``, ``:``, ``, "`` or blanks and a word. Most trigger words in code stop here
-# (``key)``, ``pass`` alone on its line, ``host,``), before any Python runs for them.
-_FOLLOW = r"[\w.-]*(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[^\s=:])"
+# What must follow a trigger word for its name to hold a value (:func:`_may_assign`, looked at in C): the rest of
+# the name, then ``=``, ``:``, ``, "`` or a word of 16 characters or more after blanks (``_STRICT``); or any
+# word after blanks (``_BLANK``), which counts only after a flag's name or on a .netrc line: a flag is its own
+# needle (``_FLAG``, from the ``-`` that starts its name), so a word after blanks is followed up only on a
+# line that starts as a .netrc one. Most trigger words in code stop here (``key)``, ``pass`` alone on its line,
+# ``for key in``), before any Python runs for them.
+_STRICT = r"[\w.-]*(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[\"']?\S{16})"
+_BLANK = r"[\w.-]*[ \t]+[^\s=:]"
+_FOLLOW = r"[\w.-]*(?:(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[\"']?\S{16})(?P<s%d>)|[ \t]+[^\s=:](?P<b%d>))"
+"""``_STRICT`` or ``_BLANK`` in one look ahead, its group saying which."""
+_FLAG = r"(?<![\w.-]-)(?=[\w.-]*?(?:%s)%s)" % ("|".join(TRIGGERS), _BLANK)
+"""After the ``-`` that starts a word: a flag's name holding a trigger word, then a word after blanks."""
+_OUTRIGHT, _WORD, _FLAG_NAME = range(3)
+"""What a needle's hit is: its line goes through the rules; a trigger word (``s`` group: its name is judged;
+``b``: only on a .netrc line); a flag's name (judged)."""
 
 
-def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
-    """One expression for ``(needle, what must follow it, a trigger word)``: a branch per anchor character, each
-    needle anchored on its rarest character; a trigger word's alternative ends in an empty group (``lastindex``).
+def _branch(needles: Sequence[Tuple[str, str, int]]) -> str:
+    """One expression for ``(needle, what must follow it, what a hit is)``: a branch per anchor character, each
+    needle anchored on its rarest character; the hit of a name to judge ends in an empty group named ``s<k>``
+    (``b<k>``: a trigger word followed by a word after blanks, see ``_BLANK``).
     The engine skips every position whose character anchors nothing; where it stops, what it tries must fail
     fast: the rest of a needle is matched (consumed: it holds no anchor, so no stop is lost) where the engine
     skips an alternative on its first character, and the needles that look behind the anchor are tried only
     behind one of their characters."""
     rank = {c: k for k, c in enumerate(_RARITY)}
-    rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _trigger in needles]
+    rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _kind in needles]
     used: Dict[str, int] = {}
     for c in rarest:
         used[c] = used.get(c, 0) + 1
     chosen = []
-    for (needle, _after, _trigger), own in zip(needles, rarest):
+    for (needle, _after, _kind), own in zip(needles, rarest):
         # an anchor the other needles stop at already costs nothing more (``npm_`` on their ``p``, not its ``m``)
         shared = [c for c in needle if c != own and used.get(c, 0) > 0 and c in _RARE]
         c = own if used[own] > 1 or not shared else max(shared, key=lambda x: used[x])
@@ -87,51 +99,55 @@ def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
             used[c] += 1
         chosen.append(c)
     stops = set(chosen)
-    # per anchor: (a trigger word, looks behind, the alternative); the first that matches wins, so a needle that
-    # makes its line hot outright comes before every trigger word
-    anchors: Dict[str, List[Tuple[bool, bool, str]]] = {}
-    for (needle, after, trigger), c in zip(needles, chosen):
+    # per anchor: (what a hit is, looks behind, the alternative); the first that matches wins, so a needle that
+    # makes its line hot outright comes before every other
+    anchors: Dict[str, List[Tuple[int, bool, str]]] = {}
+    for k, ((needle, after, kind), c) in enumerate(zip(needles, chosen)):
         j = needle.index(c)
         rest = needle[j + 1:]
-        group = "()" if trigger else ""
         consumed = bool(rest) and not stops.intersection(rest)
-        if consumed:
-            alt = re.escape(rest) + ("(?<=%s)" % re.escape(needle) if j else "") + (
-                "(?=%s)" % after if after else "") + group
+        ahead = "" if consumed else re.escape(rest)
+        if kind == _WORD:
+            tail = "(?=%s%s)" % (ahead, _FOLLOW % (k, k))
         else:
-            alt = ("(?<=%s)" % re.escape(needle[:j + 1]) if j else "") + (
-                "(?=%s%s)" % (re.escape(rest), after) if rest or after else "") + group
-        anchors.setdefault(c, []).append((trigger, j > 0 and not consumed, alt))
+            tail = ("(?=%s%s)" % (ahead, after) if ahead or after else "") + ("(?P<s%d>)" % k if kind else "")
+        if consumed:
+            alt = re.escape(rest) + ("(?<=%s)" % re.escape(needle) if j else "") + tail
+        else:
+            alt = ("(?<=%s)" % re.escape(needle[:j + 1]) if j else "") + tail
+        anchors.setdefault(c, []).append((kind, j > 0 and not consumed, alt))
     out = []
     # the most common anchors first: most positions tried find their branch at once
     for c in sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY))):
         parts = []
-        for trigger in (False, True):
-            parts += [alt for t, behind, alt in anchors[c] if t == trigger and not behind]
-            behind = [alt for t, b, alt in anchors[c] if t == trigger and b]
+        for judged in (False, True):
+            parts += [alt for kind, behind, alt in anchors[c] if bool(kind) == judged and not behind]
+            behind = [alt for kind, b, alt in anchors[c] if bool(kind) == judged and b]
             if behind:
-                before = sorted({needle[needle.index(c) - 1] for (needle, _a, t), a in zip(needles, chosen)
-                                 if a == c and t == trigger and needle.index(c) > 0})
+                before = sorted({needle[needle.index(c) - 1] for (needle, _a, kind), a in zip(needles, chosen)
+                                 if a == c and bool(kind) == judged and needle.index(c) > 0})
                 parts.append("(?<=[%s]%s)(?:%s)" % ("".join(map(re.escape, before)), re.escape(c), "|".join(behind)))
         out.append("%s(?:%s)" % (re.escape(c), "|".join(parts)))
     return "|".join(out)
 
 
-def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]:
+def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]:
     """The expression of every needle that has a rare character (``machine``: this machine's own needles), and
-    ``(needle, what must follow it, a trigger word)`` for the others; cached."""
+    ``(needle, what must follow it, what a hit is)`` for the others (a trigger word: what follows it strictly,
+    see ``_STRICT``); cached."""
     key = tuple(machine)
     found = _cache.get(key)
     if found is None:
-        needles = [(t, _FOLLOW, True) for t in TRIGGERS]
-        needles += [(n, "", False) for n in _SHAPES + _TOOLS + _OTHER + key if n]
-        needles += [(n, r"s?[ \t\\]", False) for n in _TOOL_WORDS]
+        needles = [(t, "", _WORD) for t in TRIGGERS]
+        needles += [(n, "", _OUTRIGHT) for n in _SHAPES + _TOOLS + _OTHER + key if n]
+        needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
         rare = [n for n in needles if _RARE.intersection(n[0])]
-        common = tuple((n, re.compile(after) if after else None, trigger) for n, after, trigger in needles
-                       if not _RARE.intersection(n))
-        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", False),  # an IPv4 address
-                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", False),  # an IPv6 ULA one
-                 ("\\", "[\r\n]", False)]  # a command continued on the next line
+        common = tuple((n, re.compile(_STRICT if kind == _WORD else after) if after or kind else None, kind)
+                       for n, after, kind in needles if not _RARE.intersection(n))
+        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
+                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
+                 ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
+                 ("-", _FLAG, _FLAG_NAME)]
         found = (re.compile(_branch(rare)), common)
         if len(_cache) < 16:
             _cache[key] = found
@@ -163,6 +179,7 @@ _SEPARATOR = re.compile(r"[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])")
 _BLANK_WORD = re.compile(r"[ \t]+[^\s=:]")
 _LONG_WORD = re.compile(r"[ \t]+[\"']?\S{16}")
 _NETRC_LINE = re.compile(r"[+ -]?[ \t]*(?:machine|default)\b")
+_BLANK_RE = re.compile(_BLANK)
 
 
 def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) -> bool:
@@ -262,14 +279,27 @@ def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Opti
                 return
         hot.add(line)
 
+    def blank(at: int, end: int) -> None:  # a trigger word, then a word after blanks: only on a .netrc line
+        if _NETRC_LINE.match(plain, lines.start(at)):
+            found(at, end, True)
+
     rare, common = _needles(sorted(set(machine)))
     for m in rare.finditer(low):
-        found(m.start(), m.end(), m.lastindex is not None)
-    for needle, after, trigger in common:
+        group = m.lastgroup
+        if group is None:
+            found(m.start(), m.end(), False)
+        elif group[0] == "s":
+            found(m.start(), m.end(), True)
+        else:
+            blank(m.start(), m.end())
+    for needle, after, kind in common:
         at = low.find(needle)
         while at >= 0:
-            if after is None or after.match(low, at + len(needle)):
-                found(at, at + len(needle), trigger)
+            end = at + len(needle)
+            if after is None or after.match(low, end):
+                found(at, end, bool(kind))
+            elif kind == _WORD and _BLANK_RE.match(low, end):
+                blank(at, end)
             at = low.find(needle, at + 1)
     for needle in _CASED:
         at = plain.find(needle)
