@@ -207,3 +207,19 @@ def test_a_value_that_reads_as_a_password_is_still_chased_through_the_patch(valu
                                + ["+connect('db', '%s')" % value] + _body(10)))
     out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
     assert value not in out and "+connect('db', '***')\n" in out
+
+
+@pytest.mark.parametrize("n", [1, 8, 9, 40], ids=["one", "eight-found-one-by-one", "nine-in-one-scan", "forty"])
+def test_every_remembered_value_is_masked_in_a_long_patch(n: int) -> None:
+    # Up to eight values are looked for one by one, more in one scan anchored on their rarest characters: the
+    # same lines come out either way.
+    pws = [password("patches/many-%d" % i) + "%s(]^\\.%d" % ("x" * (i % 3), i) for i in range(n)]
+    red = Redactor(**MACHINE)
+    notes = ["+note_%d = 'reach it at %s, or %s'" % (i, pw, pw) for i, pw in enumerate(pws)]
+    text, _ = red.lines(_patch(_body(300) + notes + _body(300)))
+    argv = ["python", "x.py"] + [a for pw in pws for a in ("--db-password", pw)]
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}, "command": {"argv": argv}}, red)
+    patch = out["code"]["repo"]["patch"]["text"]
+    assert not any(pw in patch for pw in pws)
+    assert all("+note_%d = 'reach it at ***, or ***'\n" % i in patch for i in range(n))
+    assert patch.count("\n") == text.count("\n")

@@ -131,6 +131,12 @@ def _branch(needles: Sequence[Tuple[str, str, int]]) -> str:
     return "|".join(out)
 
 
+def anchored(literals: Sequence[str]) -> str:
+    """One expression that finds each of ``literals`` (case-sensitive, none empty), anchored on its rarest
+    character: where one of them may be is where it matches (at its anchor, not at its start)."""
+    return _branch([(v, "", _OUTRIGHT) for v in literals])
+
+
 def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]:
     """The expression of every needle that has a rare character (``machine``: this machine's own needles), and
     ``(needle, what must follow it, what a hit is)`` for the others (a trigger word: what follows it strictly,
