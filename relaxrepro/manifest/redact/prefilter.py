@@ -38,7 +38,8 @@ _SHAPES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gld
 """The literal part every shape of shapes.py starts with (and the PEM and Slack rules'), lower-cased."""
 _CASED = ("ASIA", "ABIA", "ACCA")
 """AWS key ids' prefixes, looked for as written (the shape is upper-case): their letters are too common to
-anchor on."""
+anchor on in the lower-cased text, but an upper-case ``A`` is rare (one scan, ~1 ms for 3.5 MB)."""
+_CASED_RE = re.compile("A(?=%s)" % "|".join(c[1:] for c in _CASED))
 
 _TOOLS = ("curl", "wget", "mysql", "mariadb", "-cli", "mongo", "sshpass", "smbclient", "rpcclient", "lftp", "ldap",
           "twine", "zipcloak", "7z", "ssh-keygen", "openssl", "keytool", "mosquitto", "cqlsh", "sqlcmd", "bcp",
@@ -307,11 +308,8 @@ def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Opti
             elif kind == _WORD and _BLANK_RE.match(low, end):
                 blank(at, end)
             at = low.find(needle, at + 1)
-    for needle in _CASED:
-        at = plain.find(needle)
-        while at >= 0:
-            found(at, at, False)
-            at = plain.find(needle, at + 1)
+    for m in _CASED_RE.finditer(plain):
+        found(m.start(), m.start(), False)
     # A file whose values run to the end of their line, or on below (``.env``, ``.netrc``, ``.pgpass``): each
     # of its lines goes through the rules. Every header holds the needle "diff --git ".
     headers = sorted(s for s in hot if text.startswith("diff --git ", s))
