@@ -7,11 +7,13 @@ machine's hostname, home and login... A line holding none of them comes out of t
 patch pass (patches.py) runs the rules only on the lines found here (and on the lines a state it is in carries
 over: a key's block, a list under a secret's name, a command continued with a backslash), and copies the rest.
 
-The needles are searched in the lower-cased text (a superset of the case-sensitive rules): those with a rare
-character in one regular expression anchored on it, which the engine skips to in C (~0.01 us a character,
-~0.2 us a stop), the few of common letters only with ``str.find`` (~1 ns a character); running the rules
-themselves over the text costs ~0.1 us a character. A trigger word counts only when the name around it says
-something (``api_key`` does, ``skip`` does not; ``tokens`` only as a list's key).
+The needles are searched in a lower-cased ASCII copy of the text (a superset of the case-sensitive rules; a
+line holding any other character goes through the rules whatever it holds): those with a rare character in
+one regular expression anchored on it, which the engine skips to in C (~5 ns a character, ~0.1 us a stop),
+the few of common letters only with ``str.find`` (~1 ns a character); running the rules themselves over the
+text costs ~0.1 us a character. A trigger word counts only when an assignment could follow its name (looked
+at in the expression) and the name says something (``api_key`` does, ``skip`` does not; ``tokens`` only as a
+list's key). Lines are never split out of the text: :class:`Lines` finds the line of a hit with ``str.rfind``.
 """
 
 from __future__ import annotations
