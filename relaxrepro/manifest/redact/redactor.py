@@ -47,7 +47,7 @@ from .placeholders import (
     mask,
     name_mask,
 )
-from .prefilter import anchored
+from .prefilter import Lines, anchored
 from .shapes import PEM_RE, SHAPE_RE, SLACK_HOOK_RE
 from .tools import TOOL_HINTS, argv_options, mask_commands
 from .urls import AUTH_RE, BEARER_RE, URL_CRED_RE, URL_TOKEN_USER_RE
@@ -84,6 +84,7 @@ class Redactor:
         self._secrets: set = set()  # the values masked by their name: hidden wherever else they appear too
         self._numbers: set = set()  # those of them that are all digits
         self._patches: set = set()  # the patches lines() gave back: their lines are redacted already
+        self._scrubbed: Dict[int, Tuple[str, List[int]]] = {}  # a long text scrub changed: the lines it changed
         home_alts = [r"/lustre/home/[^/\s\"'<>:;,)\]}]+", r"/home/[^/\s\"'<>:;,)\]}]+",
                      r"/Users/[^/\s\"'<>:;,)\]}]+", r"/root"]
         if self.home and self.home.count("/") >= 1 and len(self.home) > 1:
@@ -129,7 +130,12 @@ class Redactor:
 
         def walk(o: Any) -> Any:
             if isinstance(o, str):
-                new, n = rx.subn(MASK, o) if len(o) <= 4096 else _scrub_lines(rx, o, self._secrets | self._numbers)
+                if len(o) <= 4096:
+                    new, n = rx.subn(MASK, o)
+                else:
+                    new, n, lines = _scrub_lines(rx, o, self._secrets | self._numbers)
+                    if n and len(self._scrubbed) < 64:
+                        self._scrubbed[id(new)] = (new, lines)
                 if n:
                     self.count("secret-name", n)
                 return new
@@ -149,6 +155,13 @@ class Redactor:
             return o
 
         return walk(obj)
+
+    def scrubbed_lines(self, before: str, after: str) -> List[int]:
+        """The 1-based numbers of the lines of ``before`` that :meth:`scrub` changed into ``after``."""
+        known = self._scrubbed.get(id(after))
+        if known is not None and known[0] is after:
+            return known[1]
+        return [i + 1 for i, (a, b) in enumerate(zip(before.splitlines(), after.splitlines())) if a != b]
 
     def count(self, rule: str, n: int = 1) -> None:
         """Note that ``rule`` fired ``n`` times."""
@@ -469,12 +482,13 @@ _FIND_MAX = 8
 scan anchored on each one's rarest character finds them all (prefilter.py's expression; ~5 ns a character)."""
 
 
-def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[str, int]:
-    """``rx.subn(MASK, text)`` for a text of megabytes (a patch): the pattern runs only over the lines that hold
-    one of ``values`` (the pattern's own pass costs ~100 ns a character)."""
+def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[str, int, List[int]]:
+    """``rx.subn(MASK, text)`` for a text of megabytes (a patch), and the 1-based numbers of the lines it changed:
+    the pattern runs only over the lines that hold one of ``values`` (its own pass costs ~100 ns a character)."""
     values = sorted(values)
     if any("\n" in v for v in values):
-        return rx.subn(MASK, text)
+        new, n = rx.subn(MASK, text)
+        return new, n, [i + 1 for i, (a, b) in enumerate(zip(text.splitlines(), new.splitlines())) if a != b]
     starts = set()
     if len(values) > _FIND_MAX:
         for m in re.finditer(anchored(values), text):
@@ -487,6 +501,7 @@ def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[st
                 at = text.find("\n", at + len(v))
                 at = -1 if at < 0 else text.find(v, at + 1)
     out: List[str] = []
+    changed: List[int] = []
     last = count = 0
     for a in sorted(starts):
         b = text.find("\n", a)
@@ -495,9 +510,10 @@ def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[st
         if n:
             out += [text[last:a], new]
             last, count = b, count + n
+            changed.append(a)
     if not count:
-        return text, 0
-    return "".join(out + [text[last:]]), count
+        return text, 0, []
+    return "".join(out + [text[last:]]), count, Lines(text).numbers(changed)
 
 
 def compile_patterns(patterns: Iterable[str]) -> List[Pattern[str]]:
