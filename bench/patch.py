@@ -79,6 +79,8 @@ CASES = [
     ("floor-patch", "floor patch", "floor: git diff | sha256sum, 3.5 MB of uncommitted change (bench/patch.py)"),
     ("patch-clean", "patch", "package generate, repo of bench/patch.py, one line changed"),
     ("patch-3.5mb", "patch", "package generate, repo of bench/patch.py, 3.5 MB of uncommitted change"),
+    ("base-patch-clean", "baseline", "baseline package generate, repo of bench/patch.py, one line changed"),
+    ("base-patch-3.5mb", "baseline", "baseline package generate, repo of bench/patch.py, 3.5 MB of change"),
 ]
 PATCH_FLOOR_LIMIT = 3.25
 """What a 3.5 MB patch may add to generate, in floors: issue 32's 0.25 s over the 77 ms of ``git diff |
@@ -98,14 +100,17 @@ def pair(mb: float = 3.5) -> tuple:
     return os.path.join(root, "clean"), os.path.join(root, "dirty")
 
 
-def add_cases(add, need: set, py: str, env_pkg: dict, gen: list, progress) -> None:
-    """Register the cases above with bench/run.py's ``add``."""
+def add_cases(add, need: set, py: str, env_pkg: dict, gen: list, progress, env_base: dict) -> None:
+    """Register the cases above with bench/run.py's ``add`` (``env_base``: the baseline commit's package, with
+    ``--baseline``)."""
     if not need & {cid for cid, _, _ in CASES}:
         return
     clean, dirty = progress.fixture("patch (3.5 MB of uncommitted change)", pair)
     add("floor-patch", ["sh", "-c", "git diff | sha256sum"], env_pkg, dirty)
     add("patch-clean", [py, "-m", "relaxrepro"] + gen, env_pkg, clean)
     add("patch-3.5mb", [py, "-m", "relaxrepro"] + gen, env_pkg, dirty)
+    add("base-patch-clean", [py, "-m", "relaxrepro"] + gen, env_base, clean)
+    add("base-patch-3.5mb", [py, "-m", "relaxrepro"] + gen, env_base, dirty)
 
 
 def add_budgets(results: dict, budget, per_round_over) -> None:

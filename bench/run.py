@@ -56,7 +56,8 @@ ROOT = _setup.ROOT
 # id -> (groups, label). Order is the table's order.
 _BASELINE_PAIRS = {"ml-generate": "base-ml-generate", "pkg-small": "base-pkg-small", "pyz-small": "base-pyz-small",
                    "check": "base-check", "diff": "base-diff", "pkg-version": "base-pkg-version",
-                   "pyz-version": "base-pyz-version"}
+                   "pyz-version": "base-pyz-version", "patch-clean": "base-patch-clean",
+                   "patch-3.5mb": "base-patch-3.5mb"}
 """With --baseline: each case and the same case run from the baseline commit, in the same rounds."""
 
 CASES = [
@@ -369,7 +370,7 @@ def main(argv=None) -> int:
                           "'%s.%%d' %% os.getpid()]; runpy.run_module('relaxrepro', run_name='__main__')"
                           % (mpath, frags, os.path.join(work, "merged"))], env_pkg)
 
-        __import__("patch").add_cases(add, need, py, env_pkg, gen + train, progress)
+        __import__("patch").add_cases(add, need, py, env_pkg, gen + train, progress, env_base)
         add("attach", [_setup.venv_python(os.path.join(ROOT, ".venv")), os.path.join(ROOT, "bench", "trackers.py"),
                        "5"], env_pkg)  # the tests' venv (tests/requirements-ml.txt: wandb)
 

@@ -140,7 +140,8 @@ def place_patches(doc: Dict[str, Any], run_id: str) -> Tuple[Dict[str, Any], Dic
     to sidecars. Returns (document, sidecars, notes); ``doc`` itself is left as it is: only the maps on the
     way to a moved patch are copied (a deep copy of the whole document cost ~0.2 s beside a 3.5 MB patch)."""
     big = [name for name, p in _patches(doc)
-           if "text_base64" in p or len(p["text"].encode("utf-8", "surrogateescape")) > INLINE_PATCH_BYTES]
+           if "text_base64" in p or len(p["text"]) > INLINE_PATCH_BYTES  # a character is a byte or more
+           or len(p["text"].encode("utf-8", "surrogateescape")) > INLINE_PATCH_BYTES]
     if not big:
         return doc, {}, []
     doc = dict(doc)

@@ -75,6 +75,34 @@ def _restore_counts(doc: Dict[str, Any], held: Dict[Tuple[str, ...], Dict[str, i
             node["redactions"].update(counts)
 
 
+def _patch_texts(doc: Any) -> Dict[str, str]:
+    """Each repository's patch text in ``doc`` (``code.<repo>.patch.text``), by repository."""
+    code = doc.get("code") if isinstance(doc, dict) else None
+    out = {}
+    for name, repo in (code.items() if isinstance(code, dict) else ()):
+        patch = repo.get("patch") if isinstance(repo, dict) else None
+        if isinstance(patch, dict) and isinstance(patch.get("text"), str):
+            out[name] = patch["text"]
+    return out
+
+
+def _rehash_scrubbed(redactor: Redactor, doc: Dict[str, Any], before: Dict[str, str]) -> None:
+    """A patch that :meth:`Redactor.scrub` changed (a value masked elsewhere, copied into it) gets the digest of what
+    is stored now and its changed lines: ``restore`` checks ``stored_sha256`` against the body it reads."""
+    for name, text in _patch_texts(doc).items():
+        old = before.get(name)
+        if old is None or text is old or text == old:
+            continue
+        import hashlib  # lazy: OpenSSL's ~4 ms, only for a patch a remembered value was found in
+
+        patch = doc["code"][name]["patch"]
+        patch["stored_sha256"] = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+        lines = patch.get("redacted_lines")
+        patch["redacted_lines"] = sorted(set(lines if isinstance(lines, list) else ()) | set(
+            redactor.scrubbed_lines(old, text)))
+        patch["restores_exactly"] = False
+
+
 def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     """Return the redacted copy of ``doc`` with the rule counts under ``collection.redactions``."""
     before = dict(redactor.counts)
@@ -89,9 +117,11 @@ def redact_document(doc: Dict[str, Any], redactor: Redactor) -> Dict[str, Any]:
     out = redactor.value(doc)
     if held and isinstance(out, dict) and isinstance(out.get("config"), dict):
         out["config"].update((k, _path_map(redactor, v)) for k, v in held.items())
+    patches = _patch_texts(out)
     out = redactor.scrub(out)
     if not isinstance(out, dict):
         out = {}
+    _rehash_scrubbed(redactor, out, patches)
     _restore_counts(out, counts_held)
     _argv_for_relax(out)
     fired = {k: v - before.get(k, 0) for k, v in redactor.counts.items() if v - before.get(k, 0)}

@@ -8,12 +8,12 @@ from ...std.lazy_re import LazyPattern
 from .assignments import BLOCK_KEY_RE, file_mode, mask_assignments, sequence_line
 from .names import KIND_SECRET, is_inert, name_kind
 from .placeholders import MASK, PRIVATE_KEY, REDACTED
-from .prefilter import hot_lines
+from .prefilter import Lines, hot_lines
 from .tools import mask_commands
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import List, Optional, Tuple
+    from typing import Dict, List, Optional, Tuple
 
     from .protocol import Rules
 
@@ -28,33 +28,33 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
 
     Only the lines that hold something a rule looks for (:func:`~.prefilter.hot_lines`), and those a state
     carries over to (a PEM key, a key's block, a secret's list, a continued command), go through the rules;
-    the rest are kept as they are, which is what the rules would give back for them."""
+    the rest are kept as they are, which is what the rules would give back for them. Lines are cut where they
+    are read (:class:`~.prefilter.Lines`): a 3.5 MB patch is never split into its 100,000 lines."""
     if not isinstance(text, str):
         return text, []
-    lines = text.splitlines(True)
+    lines = Lines(text)
     hot = hot_lines(text, lines, red.needles())
-    out = list(lines)
-    changed: List[int] = []
+    new_lines: Dict[int, Tuple[int, str]] = {}  # where a changed line starts: (where it ends, its new text)
     in_key = False
     block = -1  # inside a secret's block scalar: the indentation of its key
-    run: List[int] = []  # the lines of a command continued with backslashes, or of a quoted value (``quote``)
+    run: List[Tuple[int, int]] = []  # the lines of a command continued with backslashes, or of a quoted value
     quote = ""
     seq = None  # inside a secret's YAML list: the indentation of its key and the kind of its items
     mode = None
-    n = len(lines)
+    n = len(text)
     k = 0  # the next of the hot lines
-    i = 0
-    while i < n:
+    at = 0
+    while at < n:
         if hot is not None and not (in_key or block >= 0 or run or seq is not None):
             if k >= len(hot):
                 break  # no rule has anything left to change
-            if hot[k] < i:
-                k = bisect_left(hot, i, k)
+            if hot[k] < at:
+                k = bisect_left(hot, at, k)
                 continue
-            i = hot[k]  # the lines before it are kept as they are
+            at = hot[k]  # the lines before it are kept as they are
             k += 1
-        line = lines[i]
-        i += 1
+        start, at = at, lines.end(at)
+        line = text[start:at]
         body = line.rstrip("\r\n")
         if in_key:
             lead = body[:1] if body[:1] in ("+", "-", " ") and not body.startswith("-----") else ""
@@ -82,25 +82,34 @@ def redact_lines(red: Rules, text: str) -> Tuple[str, List[int]]:
                 if key and name_kind(key.group(2)) == KIND_SECRET:
                     block = len(key.group(1))
         if new != body:
-            changed.append(i)
-            out[i - 1] = new + line[len(body):]
+            new_lines[start] = (at, new + line[len(body):])
         if quote:
-            run.append(i - 1)
+            run.append((start, at))
             if quote in body[1:] or len(run) > _RUN_MAX:
-                _continued(red, out, run, changed, mode)
+                _continued(red, text, new_lines, run, mode)
                 run, quote = [], ""
         elif run or body[-1:] == "\\":
-            run.append(i - 1)
+            run.append((start, at))
             if body[-1:] != "\\" or len(run) > _RUN_MAX:
-                _continued(red, out, run, changed, mode)
+                _continued(red, text, new_lines, run, mode)
                 run = []
         elif mode == "env" and ('"' in body or "'" in body):
             opened = _OPEN_QUOTE_RE.fullmatch(body, 1 if body[:1] in ("+", "-", " ") else 0)
             if opened:
-                run, quote = [i - 1], opened.group(1)
+                run, quote = [(start, at)], opened.group(1)
     if len(run) > 1:
-        _continued(red, out, run, changed, mode)
-    return "".join(out), sorted(set(changed))
+        _continued(red, text, new_lines, run, mode)
+    if not new_lines:
+        return text, []
+    starts = sorted(new_lines)
+    out: List[str] = []
+    last = 0
+    for start in starts:
+        end, new = new_lines[start]
+        out += [text[last:start], new]
+        last = end
+    out.append(text[last:])
+    return "".join(out), lines.numbers(starts)
 
 
 def _text_in(red: Rules, line: str, mode: str) -> str:
@@ -112,10 +121,13 @@ def _text_in(red: Rules, line: str, mode: str) -> str:
         return REDACTED
 
 
-def _continued(red: Rules, out: List[str], run: List[int], changed: List[int], mode: Optional[str]) -> None:
-    """Read the lines ``run`` of a patch as one: a command continued with backslashes (``curl \\ -u u:PW``,
-    ``export HF_TOKEN=\\`` then the token) or a ``.env`` value whose quote closes lines below."""
-    bodies = [out[k].rstrip("\r\n") for k in run]
+def _continued(red: Rules, text: str, new_lines: Dict[int, Tuple[int, str]], run: List[Tuple[int, int]],
+               mode: Optional[str]) -> None:
+    """Read the lines ``run`` (where each starts and ends) of a patch as one: a command continued with backslashes
+    (``curl \\ -u u:PW``, ``export HF_TOKEN=\\`` then the token) or a ``.env`` value whose quote closes lines
+    below. ``new_lines``: the lines changed so far, by where they start."""
+    current = [new_lines[a][1] if a in new_lines else text[a:b] for a, b in run]
+    bodies = [line.rstrip("\r\n") for line in current]
     leads = [b[:1] if b[:1] in ("+", "-", " ") else "" for b in bodies]
     joined = "\n".join(b[len(lead):] for b, lead in zip(bodies, leads))
     try:
@@ -123,7 +135,6 @@ def _continued(red: Rules, out: List[str], run: List[int], changed: List[int], m
     except Exception:
         red.count("error")
         new = "\n".join(REDACTED for _ in run)
-    for k, b, lead, nb in zip(run, bodies, leads, new.split("\n")):
-        if lead + nb != b:
-            out[k] = lead + nb + out[k][len(b):]
-            changed.append(k + 1)
+    for (a, b), line, body, lead, nb in zip(run, current, bodies, leads, new.split("\n")):
+        if lead + nb != body:
+            new_lines[a] = (b, lead + nb + line[len(body):])

@@ -7,11 +7,13 @@ machine's hostname, home and login... A line holding none of them comes out of t
 patch pass (patches.py) runs the rules only on the lines found here (and on the lines a state it is in carries
 over: a key's block, a list under a secret's name, a command continued with a backslash), and copies the rest.
 
-The needles are searched in the lower-cased text (a superset of the case-sensitive rules): those with a rare
-character in one regular expression anchored on it, which the engine skips to in C (~0.01 us a character,
-~0.2 us a stop), the few of common letters only with ``str.find`` (~1 ns a character); running the rules
-themselves over the text costs ~0.1 us a character. A trigger word counts only when the name around it says
-something (``api_key`` does, ``skip`` does not; ``tokens`` only as a list's key).
+The needles are searched in a lower-cased ASCII copy of the text (a superset of the case-sensitive rules; a
+line holding any other character goes through the rules whatever it holds): those with a rare character in
+one regular expression anchored on it, which the engine skips to in C (~5 ns a character, ~0.1 us a stop),
+the few of common letters only with ``str.find`` (~1 ns a character); running the rules themselves over the
+text costs ~0.1 us a character. A trigger word counts only when an assignment could follow its name (looked
+at in the expression) and the name says something (``api_key`` does, ``skip`` does not; ``tokens`` only as a
+list's key). Lines are never split out of the text: :class:`Lines` finds the line of a hit with ``str.rfind``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ _SHAPES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gld
 """The literal part every shape of shapes.py starts with (and the PEM and Slack rules'), lower-cased."""
 _CASED = ("ASIA", "ABIA", "ACCA")
 """AWS key ids' prefixes, looked for as written (the shape is upper-case): their letters are too common to
-anchor on."""
+anchor on in the lower-cased text, but an upper-case ``A`` is rare (one scan, ~1 ms for 3.5 MB)."""
+_CASED_RE = re.compile("A(?=%s)" % "|".join(c[1:] for c in _CASED))
 
 _TOOLS = ("curl", "wget", "mysql", "mariadb", "-cli", "mongo", "sshpass", "smbclient", "rpcclient", "lftp", "ldap",
           "twine", "zipcloak", "7z", "ssh-keygen", "openssl", "keytool", "mosquitto", "cqlsh", "sqlcmd", "bcp",
@@ -50,7 +53,7 @@ _TOOL_WORDS = ("http", "https", "xh", "xhs", "zip", "rar", "login")
 _OTHER = ("://", "uthorization", "bearer", "diff --git ", ".int", ".lan", ".loc", ".corp")
 """URL credentials, headers, a file's header (its mode), internal names."""
 
-_cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]] = {}
+_cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]] = {}
 
 
 _RARE = frozenset(_RARITY[:_RARITY.index("c")])
@@ -59,51 +62,101 @@ scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner
 ``node``) is found by ``str.find`` instead, ~1 ns a character."""
 
 
-def _branch(needles: Sequence[Tuple[str, str, bool]]) -> str:
-    """One expression for ``(needle, what must follow it, a trigger word)``: a branch per anchor character, each
-    needle anchored on its rarest character, looking behind and ahead for the rest; a trigger word's
-    alternative ends in an empty group (``lastindex``). The engine skips every position whose character anchors
-    nothing."""
+# What must follow a trigger word for its name to hold a value (:func:`_may_assign`, looked at in C): the rest of
+# the name, then ``=``, ``:``, ``, "`` or a word of 16 characters or more after blanks (``_STRICT``); or any
+# word after blanks (``_BLANK``), which counts only after a flag's name or on a .netrc line: a flag is its own
+# needle (``_FLAG``, from the ``-`` that starts its name), so a word after blanks is followed up only on a
+# line that starts as a .netrc one. Most trigger words in code stop here (``key)``, ``pass`` alone on its line,
+# ``for key in``), before any Python runs for them.
+_STRICT = r"[\w.-]*(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[\"']?\S{16})"
+_BLANK = r"[\w.-]*[ \t]+[^\s=:]"
+_FOLLOW = r"[\w.-]*(?:(?:[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])|[ \t]+[\"']?\S{16})(?P<s%d>)|[ \t]+[^\s=:](?P<b%d>))"
+"""``_STRICT`` or ``_BLANK`` in one look ahead, its group saying which."""
+_FLAG = r"(?<![\w.-]-)(?=[\w.-]*?(?:%s)%s)" % ("|".join(TRIGGERS), _BLANK)
+"""After the ``-`` that starts a word: a flag's name holding a trigger word, then a word after blanks."""
+_OUTRIGHT, _WORD, _FLAG_NAME = range(3)
+"""What a needle's hit is: its line goes through the rules; a trigger word (``s`` group: its name is judged;
+``b``: only on a .netrc line); a flag's name (judged)."""
+
+
+def _branch(needles: Sequence[Tuple[str, str, int]]) -> str:
+    """One expression for ``(needle, what must follow it, what a hit is)``: a branch per anchor character, each
+    needle anchored on its rarest character; the hit of a name to judge ends in an empty group named ``s<k>``
+    (``b<k>``: a trigger word followed by a word after blanks, see ``_BLANK``).
+    The engine skips every position whose character anchors nothing; where it stops, what it tries must fail
+    fast: the rest of a needle is matched (consumed: it holds no anchor, so no stop is lost) where the engine
+    skips an alternative on its first character, and the needles that look behind the anchor are tried only
+    behind one of their characters."""
     rank = {c: k for k, c in enumerate(_RARITY)}
-    rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _trigger in needles]
+    rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _kind in needles]
     used: Dict[str, int] = {}
     for c in rarest:
         used[c] = used.get(c, 0) + 1
-    anchors: Dict[str, List[str]] = {}
-    for (needle, after, trigger), own in zip(needles, rarest):
+    chosen = []
+    for (needle, _after, _kind), own in zip(needles, rarest):
         # an anchor the other needles stop at already costs nothing more (``npm_`` on their ``p``, not its ``m``)
         shared = [c for c in needle if c != own and used.get(c, 0) > 0 and c in _RARE]
         c = own if used[own] > 1 or not shared else max(shared, key=lambda x: used[x])
         if c != own:
             used[own] -= 1
             used[c] += 1
+        chosen.append(c)
+    stops = set(chosen)
+    # per anchor: (what a hit is, looks behind, the alternative); the first that matches wins, so a needle that
+    # makes its line hot outright comes before every other
+    anchors: Dict[str, List[Tuple[int, bool, str]]] = {}
+    for k, ((needle, after, kind), c) in enumerate(zip(needles, chosen)):
         j = needle.index(c)
-        look = "(?<=%s)" % re.escape(needle[:j + 1]) if j else ""
-        if needle[j + 1:] or after:
-            look += "(?=%s%s)" % (re.escape(needle[j + 1:]), after)
-        anchors.setdefault(needle[j], []).append(look + ("()" if trigger else ""))
-    for looks in anchors.values():  # a needle that makes its line hot outright first: the first that matches wins
-        looks.sort(key=lambda look: look.endswith("()"))
+        rest = needle[j + 1:]
+        consumed = bool(rest) and not stops.intersection(rest)
+        ahead = "" if consumed else re.escape(rest)
+        if kind == _WORD:
+            tail = "(?=%s%s)" % (ahead, _FOLLOW % (k, k))
+        else:
+            tail = ("(?=%s%s)" % (ahead, after) if ahead or after else "") + ("(?P<s%d>)" % k if kind else "")
+        if consumed:
+            alt = re.escape(rest) + ("(?<=%s)" % re.escape(needle) if j else "") + tail
+        else:
+            alt = ("(?<=%s)" % re.escape(needle[:j + 1]) if j else "") + tail
+        anchors.setdefault(c, []).append((kind, j > 0 and not consumed, alt))
+    out = []
     # the most common anchors first: most positions tried find their branch at once
-    order = sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY)))
-    return "|".join("%s(?:%s)" % (re.escape(c), "|".join(anchors[c])) for c in order)
+    for c in sorted(anchors, key=lambda c: -rank.get(c, len(_RARITY))):
+        parts = []
+        for judged in (False, True):
+            parts += [alt for kind, behind, alt in anchors[c] if bool(kind) == judged and not behind]
+            behind = [alt for kind, b, alt in anchors[c] if bool(kind) == judged and b]
+            if behind:
+                before = sorted({needle[needle.index(c) - 1] for (needle, _a, kind), a in zip(needles, chosen)
+                                 if a == c and bool(kind) == judged and needle.index(c) > 0})
+                parts.append("(?<=[%s]%s)(?:%s)" % ("".join(map(re.escape, before)), re.escape(c), "|".join(behind)))
+        out.append("%s(?:%s)" % (re.escape(c), "|".join(parts)))
+    return "|".join(out)
 
 
-def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], bool], ...]]:
+def anchored(literals: Sequence[str]) -> str:
+    """One expression that finds each of ``literals`` (case-sensitive, none empty), anchored on its rarest
+    character: where one of them may be is where it matches (at its anchor, not at its start)."""
+    return _branch([(v, "", _OUTRIGHT) for v in literals])
+
+
+def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]:
     """The expression of every needle that has a rare character (``machine``: this machine's own needles), and
-    ``(needle, what must follow it, a trigger word)`` for the others; cached."""
+    ``(needle, what must follow it, what a hit is)`` for the others (a trigger word: what follows it strictly,
+    see ``_STRICT``); cached."""
     key = tuple(machine)
     found = _cache.get(key)
     if found is None:
-        needles = [(t, "", True) for t in TRIGGERS]
-        needles += [(n, "", False) for n in _SHAPES + _TOOLS + _OTHER + key if n]
-        needles += [(n, r"s?[ \t\\]", False) for n in _TOOL_WORDS]
+        needles = [(t, "", _WORD) for t in TRIGGERS]
+        needles += [(n, "", _OUTRIGHT) for n in _SHAPES + _TOOLS + _OTHER + key if n]
+        needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
         rare = [n for n in needles if _RARE.intersection(n[0])]
-        common = tuple((n, re.compile(after) if after else None, trigger) for n, after, trigger in needles
-                       if not _RARE.intersection(n))
-        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", False),  # an IPv4 address
-                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", False),  # an IPv6 ULA one
-                 ("\\", "[\r\n]", False)]  # a command continued on the next line
+        common = tuple((n, re.compile(_STRICT if kind == _WORD else after) if after or kind else None, kind)
+                       for n, after, kind in needles if not _RARE.intersection(n))
+        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
+                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
+                 ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
+                 ("-", _FLAG, _FLAG_NAME)]
         found = (re.compile(_branch(rare)), common)
         if len(_cache) < 16:
             _cache[key] = found
@@ -135,6 +188,7 @@ _SEPARATOR = re.compile(r"[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])")
 _BLANK_WORD = re.compile(r"[ \t]+[^\s=:]")
 _LONG_WORD = re.compile(r"[ \t]+[\"']?\S{16}")
 _NETRC_LINE = re.compile(r"[+ -]?[ \t]*(?:machine|default)\b")
+_BLANK_RE = re.compile(_BLANK)
 
 
 def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) -> bool:
@@ -151,54 +205,120 @@ def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) ->
     return bool(seq) and _LIST_KEY_END.match(text, b) is not None
 
 
-def hot_lines(text: str, lines: Sequence[str], machine: Optional[Iterable[str]]) -> Optional[List[int]]:
-    """The 0-based numbers, ascending, of the lines of ``text`` (``lines``: its ``splitlines(True)``) that hold a
-    needle; None when there is no telling (``machine`` None: a ``--redact-pattern`` may match anything; or a text
-    whose lower-casing changes its length). ``machine``: the lower-case needles of this machine's rules
-    (hostname, home, login)."""
+_BREAKS_ASCII = "\x0b\x0c\x1c\x1d\x1e"
+"""Where ``str.splitlines`` also ends a line, besides ``\\n``, ``\\r`` and the non-ASCII ones."""
+
+
+class Lines:
+    """Where the lines of ``text`` start and end, as :meth:`str.splitlines` cuts them, without a list of them: a text
+    whose only line breaks are ``\\n`` (and ``\\r\\n``) is cut with ``str.find`` at the lines asked for; one with
+    another separator (a lone ``\\r``, ``\\x0b``, ``\\x85``, ``\\u2028``...) from its ``splitlines``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.size = len(text)
+        odd = ("\r" in text and text.count("\r") != text.count("\r\n")) or any(
+            map(text.__contains__, _BREAKS_ASCII if text.isascii() else _BREAKS_ASCII + "\x85\u2028\u2029"))
+        self.starts: Optional[List[int]] = list(accumulate(map(len, text.splitlines(True)), initial=0)) if odd \
+            else None
+
+    def start(self, at: int) -> int:
+        """Where the line holding the offset ``at`` starts."""
+        if self.starts is None:
+            return self.text.rfind("\n", 0, at) + 1
+        return self.starts[bisect_right(self.starts, at) - 1]
+
+    def end(self, start: int) -> int:
+        """Where the line starting at ``start`` ends (after its line break)."""
+        if self.starts is None:
+            end = self.text.find("\n", start)
+            return self.size if end < 0 else end + 1
+        return self.starts[bisect_right(self.starts, start)] if start < self.size else self.size
+
+    def numbers(self, starts: Iterable[int]) -> List[int]:
+        """The 1-based numbers of the lines starting at ``starts`` (ascending)."""
+        if self.starts is not None:
+            return [bisect_right(self.starts, s) for s in starts]
+        out, line, last = [], 1, 0
+        for s in starts:
+            line += self.text.count("\n", last, s)
+            out.append(line)
+            last = s
+        return out
+
+
+def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Optional[List[int]]:
+    """Where the lines of ``text`` that hold a needle start (offsets, ascending); None when there is no telling
+    (``machine`` None: a ``--redact-pattern`` may match anything). ``machine``: the lower-case needles of this
+    machine's rules (hostname, home, login).
+
+    The needles are looked for in an ASCII copy of the text, each other character a ``?`` (so that an offset
+    there is one in ``text`` and lower-casing keeps every length): a line holding such a character goes through
+    the rules whatever it holds (``\\u212a`` lower-cases to an ASCII ``k``)."""
     if machine is None:
         return None
-    low = text.lower()
-    if len(low) != len(text):
-        return None
-    starts = list(accumulate(map(len, lines), initial=0))
     hot: Set[int] = set()
+    if text.isascii():
+        plain = text
+    else:
+        plain = text.encode("ascii", "replace").decode("ascii")
+        at = plain.find("?")
+        while at >= 0:
+            if text[at] != "?":
+                line = lines.start(at)
+                hot.add(line)
+                at = lines.end(line) - 1
+            at = plain.find("?", at + 1)
+    low = plain.lower()
     seen: Dict[str, Tuple[int, int]] = {}
 
     def found(at: int, end: int, trigger: bool) -> None:
-        line = bisect_right(starts, at) - 1
+        line = lines.start(at)
         if line in hot:
             return
         if trigger:
-            a, b = _word_at(text, at, end)
-            word = text[a:b]
+            a, b = _word_at(plain, at, end)
+            word = plain[a:b]
             kinds = seen.get(word)
             if kinds is None:
                 name = word.lstrip("-")
                 kinds = seen[word] = (KIND_SECRET, KIND_SECRET) if len(name) > 80 else (
                     name_kind(name), sequence_kind(name))
-            if not _may_assign(text, a, b, kinds, starts[line]):
+            if not _may_assign(plain, a, b, kinds, line):
                 return
         hot.add(line)
 
+    def blank(at: int, end: int) -> None:  # a trigger word, then a word after blanks: only on a .netrc line
+        if _NETRC_LINE.match(plain, lines.start(at)):
+            found(at, end, True)
+
     rare, common = _needles(sorted(set(machine)))
     for m in rare.finditer(low):
-        found(m.start(), m.end(), m.lastindex is not None)
-    for needle, after, trigger in common:
+        group = m.lastgroup
+        if group is None:
+            found(m.start(), m.end(), False)
+        elif group[0] == "s":
+            found(m.start(), m.end(), True)
+        else:
+            blank(m.start(), m.end())
+    for needle, after, kind in common:
         at = low.find(needle)
         while at >= 0:
-            if after is None or after.match(low, at + len(needle)):
-                found(at, at + len(needle), trigger)
+            end = at + len(needle)
+            if after is None or after.match(low, end):
+                found(at, end, bool(kind))
+            elif kind == _WORD and _BLANK_RE.match(low, end):
+                blank(at, end)
             at = low.find(needle, at + 1)
-    for needle in _CASED:
-        at = text.find(needle)
-        while at >= 0:
-            found(at, at, False)
-            at = text.find(needle, at + 1)
+    for m in _CASED_RE.finditer(plain):
+        found(m.start(), m.start(), False)
     # A file whose values run to the end of their line, or on below (``.env``, ``.netrc``, ``.pgpass``): each
     # of its lines goes through the rules. Every header holds the needle "diff --git ".
-    headers = sorted(i for i in hot if lines[i].startswith("diff --git "))
-    for k, i in enumerate(headers):
-        if file_mode(lines[i].rstrip("\r\n")) is not None:
-            hot.update(range(i, headers[k + 1] if k + 1 < len(headers) else len(lines)))
+    headers = sorted(s for s in hot if text.startswith("diff --git ", s))
+    for k, s in enumerate(headers):
+        if file_mode(text[s:lines.end(s)].rstrip("\r\n")) is not None:
+            stop = headers[k + 1] if k + 1 < len(headers) else len(text)
+            while s < stop:
+                hot.add(s)
+                s = lines.end(s)
     return sorted(hot)

@@ -47,6 +47,7 @@ from .placeholders import (
     mask,
     name_mask,
 )
+from .prefilter import Lines, anchored
 from .shapes import PEM_RE, SHAPE_RE, SLACK_HOOK_RE
 from .tools import TOOL_HINTS, argv_options, mask_commands
 from .urls import AUTH_RE, BEARER_RE, URL_CRED_RE, URL_TOKEN_USER_RE
@@ -56,6 +57,8 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from typing import Any, Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
 _PASSWORDISH_RE = LazyPattern(r"[^A-Za-z_.\s-]")
+# A call: a dotted name, its first part without a digit (``Tr0ub4dor(3`` reads as a password), then ``(``.
+_CALL_RE = LazyPattern(r"[A-Za-z_]+(?:\.[A-Za-z_]\w*)*\(")
 
 
 class Redactor:
@@ -81,6 +84,7 @@ class Redactor:
         self._secrets: set = set()  # the values masked by their name: hidden wherever else they appear too
         self._numbers: set = set()  # those of them that are all digits
         self._patches: set = set()  # the patches lines() gave back: their lines are redacted already
+        self._scrubbed: Dict[int, Tuple[str, List[int]]] = {}  # a long text scrub changed: the lines it changed
         home_alts = [r"/lustre/home/[^/\s\"'<>:;,)\]}]+", r"/home/[^/\s\"'<>:;,)\]}]+",
                      r"/Users/[^/\s\"'<>:;,)\]}]+", r"/root"]
         if self.home and self.home.count("/") >= 1 and len(self.home) > 1:
@@ -102,9 +106,13 @@ class Redactor:
         (``config.resolved_args`` parsed from ``sshpass -p PW``: ``{"p": PW}``)."""
         v = value.strip().strip("\"'")
         # Only what reads as a password (a digit or a symbol, not all digits): an identifier such as
-        # "service_account" under a "credentials" object must not be masked everywhere else.
+        # "service_account" under a "credentials" object must not be masked everywhere else. Nor a call in code
+        # ("password = getpass.getpass(...)", "_re = re.compile(r"...", "key = jax.random.PRNGKey(0)"): the
+        # secret, if any, is what it returns at run time; its text is code, and its copies are more code (the
+        # standard library's 3.5 MB had 41 lines of "re.compile(r" masked for one such name), each a pass
+        # over every patch.
         if 6 <= len(v) <= 512 and not v.isdigit() and _PASSWORDISH_RE.search(v) and "://" not in v \
-                and not is_path(v) and not is_inert(v) and len(self._secrets) < 1000:
+                and not is_path(v) and not is_inert(v) and not _CALL_RE.match(v) and len(self._secrets) < 1000:
             self._secrets.add(v)
         elif 6 <= len(v) <= 64 and v.isdigit() and len(self._numbers) < 1000:
             # A PIN-like password ('sshpass -p 48151623'): its parsed copy is the number 48151623, and the text
@@ -122,7 +130,12 @@ class Redactor:
 
         def walk(o: Any) -> Any:
             if isinstance(o, str):
-                new, n = rx.subn(MASK, o) if len(o) <= 4096 else _scrub_lines(rx, o, self._secrets | self._numbers)
+                if len(o) <= 4096:
+                    new, n = rx.subn(MASK, o)
+                else:
+                    new, n, lines = _scrub_lines(rx, o, self._secrets | self._numbers)
+                    if n and len(self._scrubbed) < 64:
+                        self._scrubbed[id(new)] = (new, lines)
                 if n:
                     self.count("secret-name", n)
                 return new
@@ -142,6 +155,13 @@ class Redactor:
             return o
 
         return walk(obj)
+
+    def scrubbed_lines(self, before: str, after: str) -> List[int]:
+        """The 1-based numbers of the lines of ``before`` that :meth:`scrub` changed into ``after``."""
+        known = self._scrubbed.get(id(after))
+        if known is not None and known[0] is after:
+            return known[1]
+        return [i + 1 for i, (a, b) in enumerate(zip(before.splitlines(), after.splitlines())) if a != b]
 
     def count(self, rule: str, n: int = 1) -> None:
         """Note that ``rule`` fired ``n`` times."""
@@ -457,21 +477,31 @@ class Redactor:
             return REDACTED
 
 
-def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[str, int]:
-    """``rx.subn(MASK, text)`` for a text of megabytes (a patch): the pattern runs only over the lines that hold
-    one of ``values`` (``str.find`` for each costs ~1 ns a character, the pattern's pass ~100)."""
-    values = [v for v in values if v in text]
-    if not values:
-        return text, 0
+_FIND_MAX = 8
+"""Up to this many remembered values, each is looked for with ``str.find`` (~0.5 ns a character); beyond, one
+scan anchored on each one's rarest character finds them all (prefilter.py's expression; ~5 ns a character)."""
+
+
+def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[str, int, List[int]]:
+    """``rx.subn(MASK, text)`` for a text of megabytes (a patch), and the 1-based numbers of the lines it changed:
+    the pattern runs only over the lines that hold one of ``values`` (its own pass costs ~100 ns a character)."""
+    values = sorted(values)
     if any("\n" in v for v in values):
-        return rx.subn(MASK, text)
+        new, n = rx.subn(MASK, text)
+        return new, n, [i + 1 for i, (a, b) in enumerate(zip(text.splitlines(), new.splitlines())) if a != b]
     starts = set()
-    for v in values:
-        at = text.find(v)
-        while at >= 0:
-            starts.add(text.rfind("\n", 0, at) + 1)
-            at = text.find(v, at + 1)
+    if len(values) > _FIND_MAX:
+        for m in re.finditer(anchored(values), text):
+            starts.add(text.rfind("\n", 0, m.start()) + 1)
+    else:
+        for v in values:
+            at = text.find(v)
+            while at >= 0:  # a line holding it, then on from the next line
+                starts.add(text.rfind("\n", 0, at) + 1)
+                at = text.find("\n", at + len(v))
+                at = -1 if at < 0 else text.find(v, at + 1)
     out: List[str] = []
+    changed: List[int] = []
     last = count = 0
     for a in sorted(starts):
         b = text.find("\n", a)
@@ -480,7 +510,10 @@ def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[st
         if n:
             out += [text[last:a], new]
             last, count = b, count + n
-    return "".join(out + [text[last:]]), count
+            changed.append(a)
+    if not count:
+        return text, 0, []
+    return "".join(out + [text[last:]]), count, Lines(text).numbers(changed)
 
 
 def compile_patterns(patterns: Iterable[str]) -> List[Pattern[str]]:
