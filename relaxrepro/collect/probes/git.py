@@ -447,8 +447,12 @@ def collect(ctx: Context) -> Outcome:
     # The repositories known without the training interpreter (the working directory's, the script's, --repo's)
     # are collected while interpreter.resolve waits on it: a big patch is taken and redacted meanwhile (the
     # bench's 3.5 MB patch, ~0.4 s, used to start after a ~0.25 s wait).
-    early = {_key(f): start(_bind(ctx, f, deadline, redactor, private), name="relaxrepro-git", clock=ctx.clock)
-             for f in repos.discover(cwd=ctx.cwd, argv=ctx.argv, env=ctx.env, explicit=explicit, warnings=[])}
+    # Each keeps its private patch apart until it is known to be used under the same name: one found again
+    # under another name (an editable install taking it) is waited for and dropped, never written for.
+    early: Dict[Tuple[str, str, bool], Tuple[Running, Optional[Dict[str, bytes]]]] = {}
+    for f in repos.discover(cwd=ctx.cwd, argv=ctx.argv, env=ctx.env, explicit=explicit, warnings=[]):
+        own: Optional[Dict[str, bytes]] = {} if private is not None else None
+        early[_key(f)] = (start(_bind(ctx, f, deadline, redactor, own), name="relaxrepro-git", clock=ctx.clock), own)
     site_dirs: List[str] = []
     try:
         site_dirs = interpreter.resolve(ctx).site_dirs
@@ -460,7 +464,14 @@ def collect(ctx: Context) -> Outcome:
         return Outcome(status="absent", warnings=problems + notes)
 
     code: Dict[str, Any] = {}
-    _collect_all(ctx, found, deadline, redactor, private, code, problems, early)
+    used = {_key(f) for f in found}
+    _collect_all(ctx, found, deadline, redactor, private, code, problems,
+                 {k: run for k, (run, _) in early.items() if k in used})
+    for key, (run, own) in early.items():
+        if key not in used:
+            run.wait(max(deadline + 0.3 - ctx.clock(), 0.0))
+        elif private is not None and own:
+            private.update(own)
     # A submodule with changes inside gets its own record (and patch), keyed "<repo>/<path>": the
     # superproject's patch leaves submodules out, as `git apply` cannot reach into them.
     inner = []
