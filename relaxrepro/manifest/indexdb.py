@@ -2,10 +2,11 @@
 bring it up to date with a walk, a directory at a time. The questions asked of it are :mod:`runindex`'s.
 
 Tables: ``files`` (a :class:`~relaxrepro.manifest.runrow.Row`'s columns: run id, group, parent, time, the ``ls``
-cells, the package set), ``docs`` (the slim document and the query facts as JSON text, apart so that a listing
-does not read them), ``terms`` (each fact a query looks up -- ``run``, ``group``, ``parent``, ``status``,
-``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as a ``(path, key, value)`` row, indexed
-by key and value: :func:`runrow.terms`), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
+cells, the package set; and ``id``, what its terms name it by), ``docs`` (the slim document and the query facts
+as JSON text, apart so that a listing does not read them), ``fileterms`` (each fact a query looks up -- ``run``,
+``group``, ``parent``, ``status``, ``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as an
+``(id, key, value)`` row, indexed by key and value: :func:`runrow.terms`; the view ``terms`` gives them as
+``(path, key, value)``, what a clause's SQL asks), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
 ``outputs`` (answers kept for an unchanged tree).
 """
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
     from .treesig import Walked
 
-VERSION = 3
+VERSION = 4
 """The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
@@ -44,11 +45,16 @@ _DOCS = ("path", "doc_json", "facts_json")
 _files_values = operator.attrgetter(*_FILES[1:])  # the path stored is the one relative to the root
 _docs_values = operator.attrgetter(*_DOCS[1:])
 _SCHEMA = (
-    # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
-    "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
+    # ``id``: what a file's terms name it by. The documents apart: a listing's scan reads ~30 MB of rows, not
+    # the 200 MB that holds them too.
+    "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, run_id, gen, grp, parent, error, cells,"
+    " pkgkey)",
     "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
-    # A clause is a range of (key, value) and gives paths without reading the table (query.terms).
-    "CREATE TABLE terms (path TEXT, key TEXT, value)",
+    # A clause is a range of (key, value) and gives paths without reading the table (query.terms). A term names
+    # its file by id, not path: 100,000 runs make 2.2 million terms, and a path repeated in each of them and
+    # in two indexes was three quarters of the database (the cold build's writes and sorts with it).
+    "CREATE TABLE fileterms (id INTEGER NOT NULL, key TEXT, value)",
+    "CREATE VIEW terms AS SELECT files.path AS path, key, value FROM fileterms JOIN files USING (id)",
     "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
     "CREATE TABLE pkgsets (pkgkey TEXT PRIMARY KEY, packages TEXT)",
     "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
@@ -56,10 +62,13 @@ _SCHEMA = (
     "CREATE TABLE outputs (key TEXT PRIMARY KEY, tree BLOB, meta TEXT, body BLOB)",
     "PRAGMA user_version = %d" % VERSION,
 )
-_TABLES = {"files", "docs", "terms", "dirs", "pkgsets", "state", "outputs"}
+_TABLES = {"files", "docs", "fileterms", "dirs", "pkgsets", "state", "outputs"}
+_BY_PATH = ("docs",)
+"""The tables besides ``files`` and ``fileterms`` whose rows are a file's, keyed by its relative path: deleted
+with it (a file gone or read again)."""
 _INDEXES = {name: "CREATE INDEX IF NOT EXISTS %s ON %s" % (name, on) for name, on in (
     ("files_run", "files (run_id)"), ("files_parent", "files (parent)"), ("files_grp", "files (grp)"),
-    ("files_pkg", "files (pkgkey)"), ("terms_kv", "terms (key, value, path)"), ("terms_path", "terms (path)"))}
+    ("files_pkg", "files (pkgkey)"), ("terms_kv", "fileterms (key, value, id)"), ("terms_id", "fileterms (id)"))}
 """Made after the rows by a cold build (sorting once is several times cheaper than inserting each row's
 entries into six B-trees one by one), and again by :func:`connect` where a build stopped before it made them."""
 
@@ -324,21 +333,22 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
     """:func:`_write` inside its transaction."""
     count = conn.execute("SELECT gen FROM state").fetchone()[0]
     clean = before.clean and count == before.count  # else another writer: our tree digest may not be the database's
+    next_id = conn.execute("SELECT ifnull(max(id), 0) + 1 FROM files").fetchone()[0]
     for d in pending:
         got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (d.dir,)).fetchone()
         if (got[0] if got else None) != d.old_sig:
             clean = False
             continue
-        for table in ("files", "docs", "terms"):
-            conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in d.gone])
-        if d.old_sig is not None:  # files read again: their terms are replaced, not added to (a cold build has none)
-            conn.executemany("DELETE FROM terms WHERE path = ?", [(rel,) for rel, _ in d.rows])
-        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(rel,) + _files_values(row) for rel, row in d.rows])
+        # A file gone or read again loses its rows (a cold build's directories have none).
+        _delete(conn, d.gone + [rel for rel, _ in d.rows] if d.old_sig is not None else d.gone)
+        ids = range(next_id, next_id + len(d.rows))
+        next_id += len(d.rows)
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [(i, rel) + _files_values(row) for i, (rel, row) in zip(ids, d.rows)])
         conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
                          [(rel,) + _docs_values(row) for rel, row in d.rows])
-        conn.executemany("INSERT INTO terms VALUES (?, ?, ?)",
-                         [(rel, k, v) for rel, row in d.rows for k, v in row.terms or ()])
+        conn.executemany("INSERT INTO fileterms VALUES (?, ?, ?)",
+                         [(i, k, v) for i, (_, row) in zip(ids, d.rows) for k, v in row.terms or ()])
         if d.new_sig is None:
             conn.execute("DELETE FROM dirs WHERE dir = ?", (d.dir,))
         else:
@@ -350,3 +360,13 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
         conn.execute("UPDATE state SET tree = ?, gen = ?", (tree, count))
     return _Writes(count, clean)
 
+
+
+def _delete(conn: sqlite3.Connection, paths: List[str]) -> None:
+    """Delete the rows of the files at ``paths`` (relative) from every table that holds a file's."""
+    if not paths:
+        return
+    keys = [(p,) for p in paths]
+    conn.executemany("DELETE FROM fileterms WHERE id IN (SELECT id FROM files WHERE path = ?)", keys)
+    for table in ("files",) + _BY_PATH:
+        conn.executemany("DELETE FROM %s WHERE path = ?" % table, keys)
