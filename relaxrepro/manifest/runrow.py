@@ -16,8 +16,9 @@ from .flat import ARG_DEPTH, flatten
 from .model import READ_LIMIT_BYTES
 from .numbers import read_int
 from .query import terms
-from .reader import ManifestError, ReadError, parse_json, read_bytes
+from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
+from .sections import parse_manifest_text
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
@@ -104,10 +105,12 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
     A file that cannot be read (gone, no permission, over the size limit) gives a row not to be
     cached: its error depends on the moment and the reader, not on the bytes.
     """
-    try:
-        raw: Optional[bytes] = read_bytes(path, READ_LIMIT_BYTES)
-    except ReadError:
-        raw = None
+    raw = read_whole(path, READ_LIMIT_BYTES)
+    if raw is None:
+        try:
+            raw = read_bytes(path, READ_LIMIT_BYTES)
+        except ReadError:
+            pass
     whole = _parse_whole(raw) if facts and raw is not None else None
     try:
         doc = read_fields(path, LS_FIELDS, raw=raw, parsed=whole)
@@ -133,7 +136,7 @@ def _parse_whole(raw: bytes) -> Any:
     """``raw`` parsed by the reader's rules, once for the listing's sections and the facts; None when it does
     not parse (the listing's reader then says why, or reads what it can)."""
     try:
-        return parse_json(raw.decode("utf-8"))
+        return parse_manifest_text(raw)
     except (ManifestError, UnicodeDecodeError):
         return None
 
