@@ -18,7 +18,7 @@ from .numbers import read_int
 from .query import terms
 from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
-from .sections import parse_manifest_text
+from .sections import parse_manifest_text, shared
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
@@ -173,6 +173,9 @@ def package_set(doc: Dict[str, Any]) -> Tuple[Optional[Dict[str, str]], Optional
     the runs of a tree share a few hundred package sets, and a cold index would normalise and digest the same
     hundred names in each of 100,000 manifests. The set returned is shared: read it, never change it."""
     env = doc.get("environment")
+    same = _BY_SECTION.get(id(env))
+    if same is not None and same[0] is env:  # the very section of a run before (sections.py shares them)
+        return same[1]
     tables = [env.get(k) for k in ("key_packages", "packages")] if isinstance(env, dict) else []
     seen, got = None, None
     # Only tables of text: 1, 1.0 and True are equal keys, and different versions ("1", "1.0", none).
@@ -184,10 +187,18 @@ def package_set(doc: Dict[str, Any]) -> Tuple[Optional[Dict[str, str]], Optional
         got = (pkgs, package_key(pkgs))
         if seen is not None and len(_SETS) < 2000:
             _SETS[seen] = got
+    if shared(env):
+        if len(_BY_SECTION) >= 1024:
+            _BY_SECTION.clear()
+        _BY_SECTION[id(env)] = (env, got)  # held: its id is not another's while the entry lives
     return got
 
 
 _SETS: Dict[Any, Tuple[Optional[Dict[str, str]], Optional[str]]] = {}
+_BY_SECTION: Dict[int, Tuple[Dict[str, Any], Tuple[Optional[Dict[str, str]], Optional[str]]]] = {}
+"""The same by the ``environment`` object itself: the cold index's documents share a section parsed before
+(:mod:`sections`), and its items need not be hashed again (~10 us a run). Only those: a section of one
+document may be changed by its reader, a shared one never is."""
 _TEXT_ONLY = {str}
 
 

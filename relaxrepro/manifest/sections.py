@@ -19,7 +19,7 @@ from .reader import parse_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List
+    from typing import Any, Dict, List, Optional
 
 SMALL = 128
 """A value of fewer bytes is parsed each time: a run id or a status is cheaper to parse than to look up."""
@@ -31,7 +31,14 @@ memory stays bounded (~10 MB of parsed package lists at most) whatever the tree.
 
 _seen: Dict[bytes, Any] = {}
 _hot: Dict[bytes, Any] = {}
+_hot_ids: Dict[int, Any] = {}
 _MISS = object()
+
+
+def shared(value: Any) -> bool:
+    """Whether ``value`` is a section this module hands out again (seen twice, kept): a caller may remember
+    what it derives from it by the object itself."""
+    return _hot_ids.get(id(value)) is value
 
 
 def parse_manifest_text(raw: bytes) -> Any:
@@ -44,28 +51,24 @@ def parse_manifest_text(raw: bytes) -> Any:
     return parse_json(raw.decode("utf-8"))
 
 
-def _by_section(raw: bytes) -> Any:
+def _by_section(raw: bytes) -> Optional[Sectioned]:
     """The document of ``raw`` (in our writer's layout) from its sections, or None: parse it whole."""
     parts = raw[:-3].split(b'\n "')  # b"{", then each b'key": value,' (the last without its comma)
-    if parts[0] != b"{":
+    if parts[0] != b"{" or len(parts) < 2:
         return None
-    last = len(parts) - 1
-    keys: List[bytes] = []
-    values: List[Any] = []
-    todo: List[bytes] = []  # the values to parse, then the keys
-    for i in range(1, last + 1):
-        part = parts[i]
-        cut = part.find(b'": ')
-        if cut < 0:
-            return None
-        if i < last:
-            if not part.endswith(b","):
-                return None  # a member not followed by a comma is not JSON
-            value = part[cut + 3:-1]
-        else:
-            value = part[cut + 3:]
-        keys.append(b'"' + part[:cut] + b'"')
-        got = _MISS
+    split = [p.partition(b'": ') for p in parts[1:]]
+    keys = b'"' + b'","'.join([k for k, _, _ in split]) + b'"'
+    if b"\\" in keys or keys.count(b'"') != 2 * len(split):
+        return None  # a key with an escape or a quote in it (or none): parsed whole
+    values = [v for _, _, v in split]
+    last = values.pop()
+    if not all(v.endswith(b",") for v in values):
+        return None  # a member not followed by a comma is not JSON
+    values = [v[:-1] for v in values]
+    values.append(last)
+    todo = [keys]  # the keys (each one string: no quote or escape in any), then the values not known
+    known: List[Any] = []
+    for value in values:
         if len(value) >= SMALL:
             got = _hot.get(value, _MISS)
             if got is _MISS:
@@ -73,42 +76,39 @@ def _by_section(raw: bytes) -> Any:
                 if got is not _MISS:
                     if len(_hot) >= HOT_MAX:
                         _hot.clear()
+                        _hot_ids.clear()
                     _hot[value] = got
-        if got is _MISS:
-            todo.append(value)
-            values.append(value)  # bytes: parsed below
-        else:
-            values.append(_Known(got))
-    n = len(todo)
-    todo.extend(keys)
+                    _hot_ids[id(got)] = got
+            if got is not _MISS:
+                known.append(got)
+                continue
+        known.append(_MISS)
+        todo.append(value)
     try:
         got_all = parse_json((b"[" + b",".join(todo) + b"]").decode("utf-8"))
     except (ValueError, UnicodeDecodeError):  # ManifestError is a ValueError: parsed whole, it says why
         return None
-    if not isinstance(got_all, list) or len(got_all) != n + len(keys):
-        return None  # a value that was not one value, or a key that was not one string
-    names = got_all[n:]
-    if len(set(names)) != len(names) or not all(isinstance(k, str) for k in names):
-        return None  # a repeated key: json keeps the last, as the whole parse does
-    parsed = iter(got_all[:n])
-    doc = {}
-    for name, value in zip(names, values):
-        if type(value) is _Known:
-            doc[name] = value.value
-            continue
-        got = next(parsed)
+    n = len(split)
+    if not isinstance(got_all, list) or len(got_all) != n + len(todo) - 1:
+        return None  # a value that was not one value
+    names = got_all[:n]
+    if len(set(names)) != n:
+        return None  # a repeated key: parsed whole, json keeps the last
+    parsed = iter(got_all[n:])
+    doc = Sectioned()
+    for name, value, got in zip(names, values, known):
+        if got is _MISS:
+            got = next(parsed)
+            if len(value) >= SMALL:
+                if len(_seen) >= SEEN_MAX:
+                    _seen.clear()
+                _seen[value] = got
         doc[name] = got
-        if len(value) >= SMALL:
-            if len(_seen) >= SEEN_MAX:
-                _seen.clear()
-            _seen[value] = got
     return doc
 
 
-class _Known:
-    """A value parsed before (a bytes value is one still to parse)."""
+class Sectioned(dict):
+    """A document parsed by its sections: a text in our writer's layout with each top-level key once, which
+    ``scan.read_fields`` may take its sections from without counting them again."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
+    __slots__ = ()
