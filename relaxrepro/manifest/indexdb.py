@@ -21,7 +21,8 @@ import time
 
 from ..std.records import Record
 from ..std.sha import sha256
-from .runrow import Row, read_row
+from . import fanout
+from .runrow import Row
 from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign
 
 TYPE_CHECKING = False
@@ -250,32 +251,37 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     seen_sets: Set[str] = set()
     done = 0
     rows_pending = 0
-    for rel, names, keys, old_sig, todo in plan:
-        new_rows = []
-        for name, key in todo:
-            path = join(rel, name)
-            row, pkgs = read_row(prefix + path, facts=True)
-            if pkgs is not None and row.pkgkey not in seen_sets:
-                seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
-                sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path):
-                new_rows.append((path, row))
-            else:
-                uncached.add(path)
-                fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
-            done += 1
-            if progress is not None and (done % 500 == 0 or done == todo_count):
-                progress(done, todo_count)
-        keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
-        new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
-        kept = {n for n, _ in keep}
-        gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
-        if new_sig != old_sig or new_rows:
-            pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
-            rows_pending += len(new_rows) + 1
-        if rows_pending >= CHUNK:
-            state = _write(conn, pending, sets, None, state)
-            pending, sets, rows_pending = [], [], 0
+    # Read in forked children where there are many (fanout.py): in the order of the plan either way.
+    read = fanout.rows(lambda: (prefix + join(rel, n) for rel, _, _, _, todo in plan for n, _ in todo), todo_count)
+    try:
+        for rel, names, keys, old_sig, todo in plan:
+            new_rows = []
+            for name, key in todo:
+                path = join(rel, name)
+                row, pkgs = next(read)
+                if pkgs is not None and row.pkgkey not in seen_sets:
+                    seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
+                    sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
+                if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path):
+                    new_rows.append((path, row))
+                else:
+                    uncached.add(path)
+                    fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
+                done += 1
+                if progress is not None and (done % 500 == 0 or done == todo_count):
+                    progress(done, todo_count)
+            keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
+            new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
+            kept = {n for n, _ in keep}
+            gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
+            if new_sig != old_sig or new_rows:
+                pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
+                rows_pending += len(new_rows) + 1
+            if rows_pending >= CHUNK:
+                state = _write(conn, pending, sets, None, state)
+                pending, sets, rows_pending = [], [], 0
+    finally:
+        read.close()  # no child outlives the reads, even when a write fails
     for rel, sig in dropped:
         pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
     expected = tree_digest(stored_signatures(walked, uncached, sigs))
