@@ -63,8 +63,13 @@ def rows(paths: Callable[[], Iterable[str]], count: int) -> Iterator[Read]:
         return
     kids: List[_Child] = []
     try:
-        for k in range(n):
-            kids.append(_fork(paths, k, n, kids))
+        try:
+            for k in range(n):
+                kids.append(_fork(paths, k, n, kids))
+        except OSError:  # no fork now (a process limit, no memory): every batch is read here
+            for kid in kids:
+                kid.end()
+            kids = [_Child(0, None)] * n
         todo = iter(paths())
         for b in itertools.count():
             batch = list(itertools.islice(todo, BATCH))
@@ -83,7 +88,7 @@ def rows(paths: Callable[[], Iterable[str]], count: int) -> Iterator[Read]:
 class _Child:
     """A forked reader: its pid and the read end of its pipe (None once it failed or ended)."""
 
-    def __init__(self, pid: int, out: BinaryIO) -> None:
+    def __init__(self, pid: int, out: Optional[BinaryIO]) -> None:
         self.pid = pid
         self.out: Optional[BinaryIO] = out
 

@@ -96,3 +96,20 @@ def test_an_index_built_by_children_lists_and_queries_as_a_scan(tmp_path, forked
                [(tuple(getattr(r, f) for f in STORED)) for r in scan.rows]
         assert got.packages == scan.packages
     _no_children()
+
+
+def test_no_fork_now_means_every_batch_is_read_in_process(tmp_path, forked, monkeypatch):
+    paths = _paths(_tree(tmp_path))
+    want = _shown(read_row(p, facts=True) for p in paths)
+    real = os.fork
+    forks = []
+
+    def fork():
+        if forks:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        forks.append(1)
+        return real()
+
+    monkeypatch.setattr(os, "fork", fork)
+    assert _shown(fanout.rows(lambda: iter(paths), len(paths))) == want
+    _no_children()
