@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from ..std.sha import sha256_hex
-from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
+from .fields import RELAX_ALIASES, get, packages, patch_digest, patch_incomplete, recorded, scalar
 from .flat import ARG_DEPTH, flatten
 from .model import READ_LIMIT_BYTES
 from .numbers import read_int
@@ -208,7 +208,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
     lin = lineage_of(doc)
     code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
     commits = {n: r.get("commit") for n, r in code.items() if isinstance(r, dict) and isinstance(r.get("commit"), str)}
-    count, model = gpus(doc)
+    count, model, driver, cuda, nccl = _machine(doc)
     out = doc.get("outcome") if isinstance(doc.get("outcome"), dict) else {}
     pkgs, key = package_set(doc)
     f: Dict[str, Any] = {
@@ -217,9 +217,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
         "status": out.get("status"), "exit": out.get("exit_code"),
         "dirty": any(isinstance(r, dict) and bool(r.get("dirty")) for r in code.values()),
         "commit": commits, "gpu": model, "gpus": count,
-        "driver": scalar(recorded(doc, "hardware.driver_version", None)),
-        "cuda": scalar(recorded(doc, "hardware.cuda_version", None)),
-        "nccl": scalar(recorded(doc, "hardware.nccl_version", None)),
+        "driver": driver, "cuda": cuda, "nccl": nccl,
         "world_size": get(doc, "training.world_size", None),
         "config": scalar(get(doc, "config.hash", None)),
         "packages": scalar(get(doc, "environment.packages_digest", None)),
@@ -227,6 +225,29 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
     }
     f["same"] = _same_key(code, f["config"], key)
     return f, pkgs, key
+
+
+def _machine(doc: Dict[str, Any]) -> Tuple[Any, ...]:
+    """(GPU count, GPU model, driver, CUDA and NCCL versions) of ``doc``, remembered by the sections they are
+    read from (:data:`_MACHINE_FROM`) when :mod:`sections` shares them: a tree's runs come from a few machines."""
+    parts = tuple(doc.get(name) for name in _MACHINE_FROM)
+    key = tuple(map(id, parts))
+    got = _BY_MACHINE.get(key)
+    if got is not None and all(a is b for a, b in zip(got[0], parts)):
+        return got[1]
+    value = gpus(doc) + tuple(scalar(recorded(doc, "hardware.%s_version" % name, None))
+                              for name in ("driver", "cuda", "nccl"))
+    if all(p is None or shared(p) for p in parts):
+        if len(_BY_MACHINE) >= 256:
+            _BY_MACHINE.clear()
+        _BY_MACHINE[key] = (parts, value)  # the sections held: their ids are no other's while it lives
+    return value
+
+
+_MACHINE_FROM = tuple(sorted({"hardware"} | {source.split(".")[0] for source, target in RELAX_ALIASES.items()
+                                            if target.startswith("hardware.")}))
+"""The top-level sections :func:`_machine` reads: ``hardware``, and where Relax records the same facts."""
+_BY_MACHINE: Dict[Tuple[int, ...], Tuple[Tuple[Any, ...], Tuple[Any, ...]]] = {}
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:

@@ -38,7 +38,7 @@ _MISS = object()
 def shared(value: Any) -> bool:
     """Whether ``value`` is a section this module hands out again (seen twice, kept): a caller may remember
     what it derives from it by the object itself."""
-    return _hot_ids.get(id(value)) is value
+    return value is not None and _hot_ids.get(id(value)) is value
 
 
 def parse_manifest_text(raw: bytes) -> Any:
