@@ -8,6 +8,10 @@ as JSON text, apart so that a listing does not read them), ``fileterms`` (each f
 ``(id, key, value)`` row, indexed by key and value: :func:`runrow.terms`; the view ``terms`` gives them as
 ``(path, key, value)``, what a clause's SQL asks), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
 ``outputs`` (answers kept for an unchanged tree).
+
+A cold build (a database with no rows) drops the indexes, reads the files in forked children where there are
+many (:mod:`fanout`), writes the rows in transactions of :data:`CHUNK`, and makes the indexes at the end. A table
+of a file's rows besides ``files``, ``docs`` and ``fileterms`` goes in :data:`_BY_PATH` (deleted with its file).
 """
 
 from __future__ import annotations
