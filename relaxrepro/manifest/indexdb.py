@@ -2,12 +2,17 @@
 bring it up to date with a walk, a directory at a time. The questions asked of it are :mod:`runindex`'s.
 
 Tables: ``files`` (a :class:`~relaxrepro.manifest.runrow.Row`'s columns: run id, group, parent, time, the ``ls``
-cells, the package set), ``docs`` (the slim document and the query facts as JSON text, apart so that a listing
-does not read them), ``terms`` (each fact a query looks up -- ``run``, ``group``, ``parent``, ``status``,
-``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as a ``(path, key, value)`` row, indexed
-by key and value: :func:`runrow.terms`), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
+cells, the package set; and ``id``, what its terms name it by), ``docs`` (the slim document and the query facts
+as JSON text, apart so that a listing does not read them), ``fileterms`` (each fact a query looks up -- ``run``,
+``group``, ``parent``, ``status``, ``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as an
+``(id, key, value)`` row, indexed by key and value: :func:`runrow.terms`; the view ``terms`` gives them as
+``(path, key, value)``, what a clause's SQL asks), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
 ``outputs`` (answers kept for an unchanged tree), ``cards`` (what ``report`` keeps of a file beside its row, filled
 by report: :meth:`runindex.Source.keep_cards`) and ``cardsets`` (the parts cards share, by digest).
+
+A cold build (a database with no rows) drops the indexes, reads the files in forked children where there are
+many (:mod:`fanout`), writes the rows in transactions of :data:`CHUNK`, and makes the indexes at the end. A table
+of a file's rows besides ``files``, ``docs`` and ``fileterms`` goes in :data:`_BY_PATH` (deleted with its file).
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import time
 
 from ..std.records import Record
 from ..std.sha import sha256
-from .runrow import Row, read_row
+from . import fanout
+from .runrow import Row
 from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsign
 
 TYPE_CHECKING = False
@@ -30,11 +36,14 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
     from .treesig import Walked
 
-VERSION = 4
+VERSION = 5
 """The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000
+CHECKPOINT_PAGES = 1000
+"""SQLite's default: a checkpoint when the log holds 1,000 pages (4 MB) after a commit."""
+COLD_CHECKPOINT_PAGES = 16384
 
 COLUMN = {"generated_at": "gen", "group": "grp", "doc_json": "doc", "facts_json": "facts"}
 """The :class:`Row` fields stored under another column name: ``gen`` is the run's ``generated_at`` (not the
@@ -45,11 +54,16 @@ _DOCS = ("path", "doc_json", "facts_json")
 _files_values = operator.attrgetter(*_FILES[1:])  # the path stored is the one relative to the root
 _docs_values = operator.attrgetter(*_DOCS[1:])
 _SCHEMA = (
-    # The documents apart: a listing's scan reads ~30 MB of rows, not the 200 MB that holds them too.
-    "CREATE TABLE files (path TEXT PRIMARY KEY, run_id, gen, grp, parent, error, cells, pkgkey)",
+    # ``id``: what a file's terms name it by. The documents apart: a listing's scan reads ~30 MB of rows, not
+    # the 200 MB that holds them too.
+    "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, run_id, gen, grp, parent, error, cells,"
+    " pkgkey)",
     "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
-    # A clause is a range of (key, value) and gives paths without reading the table (query.terms).
-    "CREATE TABLE terms (path TEXT, key TEXT, value)",
+    # A clause is a range of (key, value) and gives paths without reading the table (query.terms). A term names
+    # its file by id, not path: 100,000 runs make 2.2 million terms, and a path repeated in each of them and
+    # in two indexes was three quarters of the database (the cold build's writes and sorts with it).
+    "CREATE TABLE fileterms (id INTEGER NOT NULL, key TEXT, value)",
+    "CREATE VIEW terms AS SELECT files.path AS path, key, value FROM fileterms JOIN files USING (id)",
     "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
     "CREATE TABLE pkgsets (pkgkey TEXT PRIMARY KEY, packages TEXT)",
     "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
@@ -61,10 +75,13 @@ _SCHEMA = (
     "CREATE TABLE cardsets (key TEXT PRIMARY KEY, body TEXT)",
     "PRAGMA user_version = %d" % VERSION,
 )
-_TABLES = {"files", "docs", "terms", "dirs", "pkgsets", "state", "outputs", "cards", "cardsets"}
+_TABLES = {"files", "docs", "fileterms", "dirs", "pkgsets", "state", "outputs", "cards", "cardsets"}
+_BY_PATH = ("docs", "cards")
+"""The tables besides ``files`` and ``fileterms`` whose rows are a file's, keyed by its relative path: deleted
+with it (a file gone or read again)."""
 _INDEXES = {name: "CREATE INDEX IF NOT EXISTS %s ON %s" % (name, on) for name, on in (
     ("files_run", "files (run_id)"), ("files_parent", "files (parent)"), ("files_grp", "files (grp)"),
-    ("files_pkg", "files (pkgkey)"), ("terms_kv", "terms (key, value, path)"), ("terms_path", "terms (path)"))}
+    ("files_pkg", "files (pkgkey)"), ("terms_kv", "fileterms (key, value, id)"), ("terms_id", "fileterms (id)"))}
 """Made after the rows by a cold build (sorting once is several times cheaper than inserting each row's
 entries into six B-trees one by one), and again by :func:`connect` where a build stopped before it made them."""
 
@@ -235,6 +252,9 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     cold = not stored and todo_count > 0
     if cold:
         _indexes(conn, drop=True)
+        # A checkpoint (the log copied into the database, each side synced) per 64 MB of log, not per 4 MB: a
+        # cold build of 100,000 runs writes ~400 MB. Only when: WAL stays as safe, the log only grows larger.
+        conn.execute("PRAGMA wal_autocheckpoint = %d" % COLD_CHECKPOINT_PAGES)
     walked_dirs = {rel for rel, _, _ in walked}
     dropped = [(rel, sig) for rel, sig in stored.items() if rel not in walked_dirs]
     now = time.time_ns()
@@ -246,32 +266,37 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     seen_sets: Set[str] = set()
     done = 0
     rows_pending = 0
-    for rel, names, keys, old_sig, todo in plan:
-        new_rows = []
-        for name, key in todo:
-            path = join(rel, name)
-            row, pkgs = read_row(prefix + path, facts=True)
-            if pkgs is not None and row.pkgkey not in seen_sets:
-                seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
-                sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
-            if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path):
-                new_rows.append((path, row))
-            else:
-                uncached.add(path)
-                fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
-            done += 1
-            if progress is not None and (done % 500 == 0 or done == todo_count):
-                progress(done, todo_count)
-        keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
-        new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
-        kept = {n for n, _ in keep}
-        gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
-        if new_sig != old_sig or new_rows:
-            pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
-            rows_pending += len(new_rows) + 1
-        if rows_pending >= CHUNK:
-            state = _write(conn, pending, sets, None, state)
-            pending, sets, rows_pending = [], [], 0
+    # Read in forked children where there are many (fanout.py): in the order of the plan either way.
+    read = fanout.rows(lambda: (prefix + join(rel, n) for rel, _, _, _, todo in plan for n, _ in todo), todo_count)
+    try:
+        for rel, names, keys, old_sig, todo in plan:
+            new_rows = []
+            for name, key in todo:
+                path = join(rel, name)
+                row, pkgs = next(read)
+                if pkgs is not None and row.pkgkey not in seen_sets:
+                    seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
+                    sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
+                if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path):
+                    new_rows.append((path, row))
+                else:
+                    uncached.add(path)
+                    fresh[path] = row  # only these: a cold build keeps no 100,000 rows in memory
+                done += 1
+                if progress is not None and (done % 500 == 0 or done == todo_count):
+                    progress(done, todo_count)
+            keep = [(n, k) for n, k in zip(names, keys) if k is not None and join(rel, n) not in uncached]
+            new_sig = signature([n for n, _ in keep], [k for _, k in keep]) if keep else None  # type: ignore[misc]
+            kept = {n for n, _ in keep}
+            gone = [join(rel, n) for n in unsign(old_sig) if n not in kept]
+            if new_sig != old_sig or new_rows:
+                pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
+                rows_pending += len(new_rows) + 1
+            if rows_pending >= CHUNK:
+                state = _write(conn, pending, sets, None, state)
+                pending, sets, rows_pending = [], [], 0
+    finally:
+        read.close()  # no child outlives the reads, even when a write fails
     for rel, sig in dropped:
         pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
     expected = tree_digest(stored_signatures(walked, uncached, sigs))
@@ -279,6 +304,7 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     state = _write(conn, pending, sets, expected, state)
     if cold:
         _indexes(conn)
+        conn.execute("PRAGMA wal_autocheckpoint = %d" % CHECKPOINT_PAGES)
     return Update(extra, fresh, expected, state.clean and not state.failed, state.failed)
 
 
@@ -329,22 +355,22 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
     """:func:`_write` inside its transaction."""
     count = conn.execute("SELECT gen FROM state").fetchone()[0]
     clean = before.clean and count == before.count  # else another writer: our tree digest may not be the database's
+    next_id = conn.execute("SELECT ifnull(max(id), 0) + 1 FROM files").fetchone()[0]
     for d in pending:
         got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (d.dir,)).fetchone()
         if (got[0] if got else None) != d.old_sig:
             clean = False
             continue
-        for table in ("files", "docs", "terms", "cards"):
-            conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(g,) for g in d.gone])
-        if d.old_sig is not None:  # files read again: their terms are replaced, not added to (a cold build has none)
-            for table in ("terms", "cards"):  # and a card of what the file held before is dropped
-                conn.executemany("DELETE FROM %s WHERE path = ?" % table, [(rel,) for rel, _ in d.rows])
-        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                         [(rel,) + _files_values(row) for rel, row in d.rows])
+        # A file gone or read again loses its rows (a cold build's directories have none).
+        _delete(conn, d.gone + [rel for rel, _ in d.rows] if d.old_sig is not None else d.gone)
+        ids = range(next_id, next_id + len(d.rows))
+        next_id += len(d.rows)
+        conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [(i, rel) + _files_values(row) for i, (rel, row) in zip(ids, d.rows)])
         conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
                          [(rel,) + _docs_values(row) for rel, row in d.rows])
-        conn.executemany("INSERT INTO terms VALUES (?, ?, ?)",
-                         [(rel, k, v) for rel, row in d.rows for k, v in row.terms or ()])
+        conn.executemany("INSERT INTO fileterms VALUES (?, ?, ?)",
+                         [(i, k, v) for i, (_, row) in zip(ids, d.rows) for k, v in row.terms or ()])
         if d.new_sig is None:
             conn.execute("DELETE FROM dirs WHERE dir = ?", (d.dir,))
         else:
@@ -356,3 +382,13 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
         conn.execute("UPDATE state SET tree = ?, gen = ?", (tree, count))
     return _Writes(count, clean)
 
+
+
+def _delete(conn: sqlite3.Connection, paths: List[str]) -> None:
+    """Delete the rows of the files at ``paths`` (relative) from every table that holds a file's."""
+    if not paths:
+        return
+    keys = [(p,) for p in paths]
+    conn.executemany("DELETE FROM fileterms WHERE id IN (SELECT id FROM files WHERE path = ?)", keys)
+    for table in ("files",) + _BY_PATH:
+        conn.executemany("DELETE FROM %s WHERE path = ?" % table, keys)

@@ -13,7 +13,7 @@ import json
 import os
 import stat
 
-from ..std.files import NotRegularFile, open_regular
+from ..std.files import READ_FLAGS, NotRegularFile, open_regular
 from .fields import RELAX_ALIASES, find_seeds, get
 from .model import MAJOR, READ_LIMIT_BYTES, Manifest, config_file_maps
 from .numbers import FLOAT_DIGITS, is_digits, shorten, small_int, wide
@@ -104,6 +104,27 @@ def read_bytes(path: "os.PathLike[str] | str", limit: int) -> bytes:
     if len(data) > limit:
         raise _too_large(limit)
     return data
+
+
+def read_whole(path: str, limit: int) -> Optional[bytes]:
+    """:func:`read_bytes` of a regular file of at most ``limit`` bytes that reads whole at once, in three
+    system calls (open, fstat, read: no ``stat`` of the path, no buffered file object); None where anything
+    else happens, for :func:`read_bytes` to read it again and say why. A cold index reads 100,000 manifests
+    through here: ~10 us a file less."""
+    try:
+        fd = os.open(path, READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = os.read(fd, st.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == st.st_size else None  # it grew, or a /proc file: the careful door
 
 
 def read_ends(path: "os.PathLike[str] | str", limit: int, head: int, tail: int) -> Tuple[bytes, Optional[bytes]]:

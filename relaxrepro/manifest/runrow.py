@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 
 from ..std.sha import sha256_hex
-from .fields import get, packages, patch_digest, patch_incomplete, recorded, scalar
+from .fields import RELAX_ALIASES, get, packages, patch_digest, patch_incomplete, recorded, scalar
 from .flat import ARG_DEPTH, flatten
 from .model import READ_LIMIT_BYTES
 from .numbers import read_int
 from .query import terms
-from .reader import ManifestError, ReadError, parse_json, read_bytes
+from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
+from .sections import parse_manifest_text, shared
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
@@ -104,10 +105,12 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
     A file that cannot be read (gone, no permission, over the size limit) gives a row not to be
     cached: its error depends on the moment and the reader, not on the bytes.
     """
-    try:
-        raw: Optional[bytes] = read_bytes(path, READ_LIMIT_BYTES)
-    except ReadError:
-        raw = None
+    raw = read_whole(path, READ_LIMIT_BYTES)
+    if raw is None:
+        try:
+            raw = read_bytes(path, READ_LIMIT_BYTES)
+        except ReadError:
+            pass
     whole = _parse_whole(raw) if facts and raw is not None else None
     try:
         doc = read_fields(path, LS_FIELDS, raw=raw, parsed=whole)
@@ -133,7 +136,7 @@ def _parse_whole(raw: bytes) -> Any:
     """``raw`` parsed by the reader's rules, once for the listing's sections and the facts; None when it does
     not parse (the listing's reader then says why, or reads what it can)."""
     try:
-        return parse_json(raw.decode("utf-8"))
+        return parse_manifest_text(raw)
     except (ManifestError, UnicodeDecodeError):
         return None
 
@@ -170,6 +173,9 @@ def package_set(doc: Dict[str, Any]) -> Tuple[Optional[Dict[str, str]], Optional
     the runs of a tree share a few hundred package sets, and a cold index would normalise and digest the same
     hundred names in each of 100,000 manifests. The set returned is shared: read it, never change it."""
     env = doc.get("environment")
+    same = _BY_SECTION.get(id(env))
+    if same is not None and same[0] is env:  # the very section of a run before (sections.py shares them)
+        return same[1]
     tables = [env.get(k) for k in ("key_packages", "packages")] if isinstance(env, dict) else []
     seen, got = None, None
     # Only tables of text: 1, 1.0 and True are equal keys, and different versions ("1", "1.0", none).
@@ -181,10 +187,18 @@ def package_set(doc: Dict[str, Any]) -> Tuple[Optional[Dict[str, str]], Optional
         got = (pkgs, package_key(pkgs))
         if seen is not None and len(_SETS) < 2000:
             _SETS[seen] = got
+    if shared(env):
+        if len(_BY_SECTION) >= 1024:
+            _BY_SECTION.clear()
+        _BY_SECTION[id(env)] = (env, got)  # held: its id is not another's while the entry lives
     return got
 
 
 _SETS: Dict[Any, Tuple[Optional[Dict[str, str]], Optional[str]]] = {}
+_BY_SECTION: Dict[int, Tuple[Dict[str, Any], Tuple[Optional[Dict[str, str]], Optional[str]]]] = {}
+"""The same by the ``environment`` object itself: the cold index's documents share a section parsed before
+(:mod:`sections`), and its items need not be hashed again (~10 us a run). Only those: a section of one
+document may be changed by its reader, a shared one never is."""
 _TEXT_ONLY = {str}
 
 
@@ -194,7 +208,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
     lin = lineage_of(doc)
     code = doc.get("code") if isinstance(doc.get("code"), dict) else {}
     commits = {n: r.get("commit") for n, r in code.items() if isinstance(r, dict) and isinstance(r.get("commit"), str)}
-    count, model = gpus(doc)
+    count, model, driver, cuda, nccl = _machine(doc)
     out = doc.get("outcome") if isinstance(doc.get("outcome"), dict) else {}
     pkgs, key = package_set(doc)
     f: Dict[str, Any] = {
@@ -203,9 +217,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
         "status": out.get("status"), "exit": out.get("exit_code"),
         "dirty": any(isinstance(r, dict) and bool(r.get("dirty")) for r in code.values()),
         "commit": commits, "gpu": model, "gpus": count,
-        "driver": scalar(recorded(doc, "hardware.driver_version", None)),
-        "cuda": scalar(recorded(doc, "hardware.cuda_version", None)),
-        "nccl": scalar(recorded(doc, "hardware.nccl_version", None)),
+        "driver": driver, "cuda": cuda, "nccl": nccl,
         "world_size": get(doc, "training.world_size", None),
         "config": scalar(get(doc, "config.hash", None)),
         "packages": scalar(get(doc, "environment.packages_digest", None)),
@@ -213,6 +225,29 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
     }
     f["same"] = _same_key(code, f["config"], key)
     return f, pkgs, key
+
+
+def _machine(doc: Dict[str, Any]) -> Tuple[Any, ...]:
+    """(GPU count, GPU model, driver, CUDA and NCCL versions) of ``doc``, remembered by the sections they are
+    read from (:data:`_MACHINE_FROM`) when :mod:`sections` shares them: a tree's runs come from a few machines."""
+    parts = tuple(doc.get(name) for name in _MACHINE_FROM)
+    key = tuple(map(id, parts))
+    got = _BY_MACHINE.get(key)
+    if got is not None and all(a is b for a, b in zip(got[0], parts)):
+        return got[1]
+    value = gpus(doc) + tuple(scalar(recorded(doc, "hardware.%s_version" % name, None))
+                              for name in ("driver", "cuda", "nccl"))
+    if all(p is None or shared(p) for p in parts):
+        if len(_BY_MACHINE) >= 256:
+            _BY_MACHINE.clear()
+        _BY_MACHINE[key] = (parts, value)  # the sections held: their ids are no other's while it lives
+    return value
+
+
+_MACHINE_FROM = tuple(sorted({"hardware"} | {source.split(".")[0] for source, target in RELAX_ALIASES.items()
+                                            if target.startswith("hardware.")}))
+"""The top-level sections :func:`_machine` reads: ``hardware``, and where Relax records the same facts."""
+_BY_MACHINE: Dict[Tuple[int, ...], Tuple[Tuple[Any, ...], Tuple[Any, ...]]] = {}
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:

@@ -18,6 +18,7 @@ import re
 from ..std.records import Factory, Record
 from .model import READ_LIMIT_BYTES
 from .reader import ManifestError, ReadError, check_version, parse_json, parse_manifest, read_bytes, read_ends
+from .sections import Sectioned
 from .summary import LS_FIELDS
 
 TYPE_CHECKING = False
@@ -237,6 +238,8 @@ def _same_sections(raw: bytes, parsed: Any) -> bool:
     """Whether ``parsed`` (the whole of ``raw``, parsed) holds what :func:`_quick` reads of ``raw``: a file in
     our writer's layout (each top-level key starts a line as ``\\n "key": ``, which nothing nested can do)
     whose top-level keys are each there once (a repeated key is read as the reader reads it, not as json)."""
+    if type(parsed) is Sectioned:
+        return True  # cut at each top-level key, which were each there once: so much is known
     return (isinstance(parsed, dict) and raw.startswith(b'{\n "') and raw.endswith(b"\n}\n")
             and raw.count(b'\n "') == len(parsed))
 

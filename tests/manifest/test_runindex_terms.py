@@ -171,13 +171,15 @@ def test_an_index_of_the_previous_version_is_rebuilt_not_read(tmp_path):
     _both(tmp_path, "ls", "runs")
     db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
     conn = sqlite3.connect(db)
-    conn.execute("DROP TABLE terms")
-    conn.execute("PRAGMA user_version = 2")
+    conn.execute("DROP VIEW terms")
+    conn.execute("DROP TABLE fileterms")
+    conn.execute("CREATE TABLE terms (path TEXT, key TEXT, value)")  # version 3's, by path
+    conn.execute("PRAGMA user_version = %d" % (runindex.VERSION - 1))
     conn.commit()
     conn.close()
     res = run_cli("ls", "runs", "--where", "arg.lr=3e-4", env=_env(tmp_path), cwd=tmp_path)
-    assert res.stderr.splitlines()[0] == ("relaxrepro ls: warning: run index %s: index version 2, this relaxrepro "
-                                          "writes %d; rebuilt" % (db, runindex.VERSION))
+    assert res.stderr.splitlines()[0] == ("relaxrepro ls: warning: run index %s: index version %d, this relaxrepro "
+                                          "writes %d; rebuilt" % (db, runindex.VERSION - 1, runindex.VERSION))
     assert _ids(res) == ["run00", "run01", "run04", "run05"]
     rows = sqlite3.connect(db).execute("SELECT count(*) FROM terms WHERE key = 'arg.lr'").fetchone()[0]
     assert rows == 8  # the eight runs; planted's lr is a table: its leaves are arg.lr.a.b...
@@ -232,7 +234,7 @@ def test_indexes_a_build_did_not_make_are_made_by_the_next_use(tmp_path):
     conn.close()
     assert _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=1e-3")) == ["run02", "run06"]
     names = {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"terms_kv", "terms_path", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
+    assert {"terms_kv", "terms_id", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
 
 
 # -- relaxrepro.runs: the same questions from Python ------------------------------------------------

@@ -1,0 +1,175 @@
+"""Many manifests' rows read by forked children: a cold run index of 100,000 manifests is a loop of read, parse
+and facts over files (~75% of its CPU time; the rest is the database's, which has one writer), and a machine
+has more than one core.
+
+The parent hands out batches of paths in turn (batch ``b`` to child ``b % n``); each child reads its batches
+with :func:`runrow.read_row` and sends each as one pickle over a pipe; the parent takes them back in order, so
+the rows come in the order a serial read gives, and each child is at most one batch ahead (a full pipe stops
+it): memory is bounded by a batch, not by the tree. A child that fails (killed, out of memory) leaves its
+batches to the parent, read in process as before. No child outlives :func:`rows`: they are reaped when it
+ends, and killed first when it ends early.
+
+Only where it pays and is safe: ``fork`` (not Windows), more than one core for us, one thread in the process
+(a fork with threads running can deadlock in the child), and at least :data:`MIN_FILES` files.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import pickle
+import signal
+import struct
+import threading
+
+from .runrow import Row, read_row
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+    Read = Tuple[Row, Optional[Dict[str, str]]]
+
+MIN_FILES = 4000
+"""Fewer files are read in process: two forks cost a few ms, and an update of a few changed files is the
+usual case."""
+BATCH = 128
+"""Paths per batch: ~400 KB of rows, a few pipe buffers."""
+MAX_CHILDREN = 4
+_HEADER = struct.Struct("<Q")
+_FIELDS = ("path", "run_id", "generated_at", "group", "parent", "error", "cells", "doc_json", "facts_json",
+           "pkgkey", "cacheable")
+
+
+def children_for(count: int) -> int:
+    """How many children read ``count`` files (0: read them in process)."""
+    if count < MIN_FILES or not hasattr(os, "fork") or threading.active_count() != 1:
+        return 0
+    try:
+        cores = len(os.sched_getaffinity(0))  # a container's or taskset's share, not the machine's
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_CHILDREN) if cores > 1 else 0
+
+
+def rows(paths: Callable[[], Iterable[str]], count: int) -> Iterator[Read]:
+    """``read_row(path, facts=True)`` of each of the ``count`` paths that ``paths()`` gives, in its order (each
+    child calls ``paths()`` too, so it must give the same paths each time)."""
+    n = children_for(count)
+    if not n:
+        for path in paths():
+            yield read_row(path, facts=True)
+        return
+    kids: List[_Child] = []
+    try:
+        try:
+            for k in range(n):
+                kids.append(_fork(paths, k, n, kids))
+        except OSError:  # no fork now (a process limit, no memory): every batch is read here
+            for kid in kids:
+                kid.end()
+            kids = [_Child(0, None)] * n
+        todo = iter(paths())
+        for b in itertools.count():
+            batch = list(itertools.islice(todo, BATCH))
+            if not batch:
+                break
+            kid = kids[b % n]
+            got = kid.receive(len(batch))
+            if got is None:  # the child failed: this batch and its next ones are read here
+                got = [read_row(path, facts=True) for path in batch]
+            yield from got
+    finally:
+        for kid in kids:
+            kid.end()
+
+
+class _Child:
+    """A forked reader: its pid and the read end of its pipe (None once it failed or ended)."""
+
+    def __init__(self, pid: int, out: Optional[BinaryIO]) -> None:
+        self.pid = pid
+        self.out: Optional[BinaryIO] = out
+
+    def receive(self, count: int) -> Optional[List[Read]]:
+        """The child's next batch (``count`` rows), or None when it sent none: it failed, and reads no more."""
+        if self.out is None:
+            return None
+        try:
+            head = self.out.read(_HEADER.size)
+            data = self.out.read(_HEADER.unpack(head)[0]) if len(head) == _HEADER.size else b""
+            got = pickle.loads(data) if data else None
+        except Exception:  # noqa: BLE001 - a child that died mid-batch: read it here
+            got = None
+        if got is None or len(got) != count:
+            self.end()
+            return None
+        out = []
+        for values, terms, pkgs in got:
+            row = Row(*values)
+            row.terms = terms
+            out.append((row, pkgs))
+        return out
+
+    def end(self) -> None:
+        """Close our end of its pipe (a child still writing gets EPIPE), kill it if it still runs, reap it."""
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+        if self.pid:
+            try:
+                pid, _status = os.waitpid(self.pid, os.WNOHANG)
+                if pid == 0:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.pid = 0
+
+
+def _fork(paths: Callable[[], Iterable[str]], k: int, n: int, kids: List[_Child]) -> _Child:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 1
+        try:
+            os.close(r)
+            for kid in kids:  # the earlier children's pipes: held here, a failed parent read would not end them
+                if kid.out is not None:
+                    kid.out.close()
+            gc.disable()  # nothing here makes cycles; no finalizer of the parent's objects (its database) runs
+            with open(w, "wb") as out:
+                _serve(paths, k, n, out)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the parent reads what we did not send
+            pass
+        finally:
+            os._exit(code)
+    os.close(w)
+    return _Child(pid, open(r, "rb"))
+
+
+def _serve(paths: Callable[[], Iterable[str]], k: int, n: int, out: Any) -> None:
+    """The child ``k`` of ``n``: read the batches ``k``, ``k + n``, ... and write each as one pickle."""
+    todo = iter(paths())
+    seen = set()
+    for b in itertools.count():
+        batch = list(itertools.islice(todo, BATCH))
+        if not batch:
+            return
+        if b % n != k:
+            continue
+        got = []
+        for path in batch:
+            row, pkgs = read_row(path, facts=True)
+            if pkgs is not None:
+                # The parent keeps the first of each set it meets, in order: the batch where it meets a set first
+                # is this child's first with it too (an earlier one of ours would be earlier in order).
+                pkgs = None if row.pkgkey in seen else pkgs
+                seen.add(row.pkgkey)
+            got.append((tuple(getattr(row, f) for f in _FIELDS), row.terms, pkgs))
+        data = pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(_HEADER.pack(len(data)))
+        out.write(data)
+        out.flush()
