@@ -25,8 +25,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-    Card = Callable[[str, bytes], Optional[Tuple[str, Optional[Tuple[str, str]]]]]
-    """A card maker: (path, bytes) -> (the card's text, the (key, text) of a part it names) or None (none)."""
+    Card = Callable[[str, bytes, Any], Optional[Tuple[str, Optional[Tuple[str, str]]]]]
+    """A card maker: (path, its bytes, what parse_json gives of them or None) -> (the card's text, the (key,
+    text) of a part it names) or None (no card)."""
 
 _DECODE = json.JSONDecoder(parse_int=read_int).decode
 """How a row's stored JSON texts are read back: integers by the reader's rule (numbers.read_int), so a count
@@ -108,8 +109,9 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
 
     A file that cannot be read (gone, no permission, over the size limit) gives a row not to be
     cached: its error depends on the moment and the reader, not on the bytes. ``card``: a caller's maker of
-    what it keeps of a file beside its row (``report``'s card), given the path and the bytes read here, so the
-    file is read once for both; its answer is the row's ``card`` (none for a file that could not be read).
+    what it keeps of a file beside its row (``report``'s card), given the path, the bytes read here and their
+    parse (with ``facts``; else None), so the file is read and parsed once for both; its answer is the row's
+    ``card`` (none for a file that could not be read).
     """
     raw = read_whole(path, READ_LIMIT_BYTES)
     if raw is None:
@@ -129,7 +131,7 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
         if link is None:
             row.run_id = None
         if card is not None and raw is not None:
-            row.card = card(path, raw)
+            row.card = card(path, raw, whole)
         return row, None
     row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
     pkgs = None
@@ -138,7 +140,7 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
         row.facts_json = _text(found)
         row.terms = list(terms(found))
     if card is not None and raw is not None:
-        row.card = card(path, raw)
+        row.card = card(path, raw, whole)
     return row, pkgs
 
 

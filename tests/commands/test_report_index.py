@@ -17,7 +17,7 @@ import pytest
 
 from relaxrepro.analyze.compare import compare_group
 from relaxrepro.commands.report import _sweep, cards
-from relaxrepro.manifest import runindex
+from relaxrepro.manifest import runindex, runrow
 from tests.commands.test_report import _COUNT_OPENS
 from tests.helpers.common import ROOT, clean_env, run_cli
 from tests.helpers.recording import make_doc, put
@@ -340,3 +340,24 @@ def test_the_index_alone_makes_no_cards(tmp_path):
     res = run_cli("ls", "runs", env=_env(tmp_path), cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert _count(tmp_path, "files") == 18 and _count(tmp_path, "cards") == _count(tmp_path, "cardsets") == 0
+
+
+def test_a_card_made_of_the_index_s_read_and_parse_is_the_one_made_of_the_file(tmp_path):
+    # The index hands its bytes and its parse (sections shared between documents) to the card maker: the card
+    # is the one made of the file alone, for every kind of file: a Relax trainer's layouts and a flat legacy
+    # record (normalised: what they change is copied, never a shared section), broken ones, a BigInt metric.
+    runs = rich_tree(tmp_path)
+    for fixture in sorted((ROOT / "tests" / "fixtures" / "relax").glob("*.json")):
+        put(runs / "relax", json.loads(fixture.read_text()), name="manifest_%s.json" % fixture.stem)
+    for i in range(2):
+        put(runs / "flat", {"experiment_name": "e", "seed": i, "cli_args": ["--lr", "1"],
+                            "hyperparams": {"lr%02d" % k: k / 3 for k in range(12)}, "metrics": {"auc": 0.5}},
+            name="manifest_flat%d.json" % i)
+    paths = sorted(str(p) for p in runs.rglob("manifest_*.json"))
+    assert len(paths) > 25
+    want = [cards.make(p) for p in paths]
+    for _ in range(2):  # the second time, the sections parsed before are the same objects
+        for path, (text, table, _doc, keep) in zip(paths, want):
+            raw = Path(path).read_bytes()
+            assert cards.made_of(path, raw, runrow._parse_whole(raw)) == ((text, table) if keep else None), path
+    assert [cards.make(p)[:2] for p in paths] == [w[:2] for w in want]
