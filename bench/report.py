@@ -8,8 +8,8 @@ The tree is bench/ls.py's (runs/<group>/<run>/manifest_<id>.json, ~50 KB each, 5
 built already, such as bench/run.py's ``$RELAXREPRO_BENCH_CACHE/ls-1000``): the page holds the runs table, a
 sweep per group (``compare``'s table), the lineage graph and a card per run. Whole command, interpreter start
 included; wall and CPU time (medians of interleaved rounds), the per-round ratio to ``ls``, page size, peak RSS.
-``--baseline SRC``: also the report of the relaxrepro package in SRC (``git archive COMMIT relaxrepro | tar -x -C
-SRC``), in the same rounds.
+``--baseline SRC``: also the report (warm and cold) of the relaxrepro package in SRC (``git archive COMMIT
+relaxrepro | tar -x -C SRC``), in the same rounds.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def main() -> int:
                  "report --no-index": report + ["--no-index"], "report, cold index": report}
         if opts.baseline:
             cases["baseline report"] = report
+            cases["baseline report, cold index"] = report
         for argv in (report, cases["ls"]):  # warm-up: the index and its cards
             subprocess.run(argv, env=env, capture_output=True, check=True, cwd=base)
         got: dict = {name: [] for name in cases}
@@ -70,9 +71,9 @@ def main() -> int:
             for name, argv in cases.items():
                 run_env = env
                 if name.endswith("cold index"):
-                    run_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(base, "cold%d" % i))
-                elif name == "baseline report":
-                    run_env = dict(env, PYTHONPATH=os.path.abspath(opts.baseline))
+                    run_env = dict(env, RELAXREPRO_CACHE_DIR=os.path.join(base, "cold%d%s" % (i, name[0])))
+                if name.startswith("baseline"):
+                    run_env = dict(run_env, PYTHONPATH=os.path.abspath(opts.baseline))
                 got[name].append(timed(argv, run_env, base))  # not here: `-m` would import ./relaxrepro
         print("%d runs, %d rounds, %s" % (opts.runs, opts.repeat, tree))
         print("| case | median s | CPU s | x ls (median of per-round ratios) |")

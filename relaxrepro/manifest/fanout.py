@@ -3,9 +3,10 @@ and facts over files (~75% of its CPU time; the rest is the database's, which ha
 has more than one core.
 
 The parent hands out batches of paths in turn (batch ``b`` to child ``b % n``); each child reads its batches
-with :func:`runrow.read_row` and sends each as one pickle over a pipe; the parent takes them back in order, so
-the rows come in the order a serial read gives, and each child is at most one batch ahead (a full pipe stops
-it): memory is bounded by a batch, not by the tree. A child that fails (killed, out of memory) leaves its
+with :func:`runrow.read_row` (and a caller's card maker, inherited with the fork) and sends each as one pickle
+over a pipe, the row's card with it; the parent takes them back in order, so the rows come in the order a
+serial read gives, and each child is at most one batch ahead (a full pipe stops it): memory is bounded by a
+batch, not by the tree. A child that fails (killed, out of memory) leaves its
 batches to the parent, read in process as before. No child outlives :func:`rows`: they are reaped when it
 ends, and killed first when it ends early.
 
@@ -28,6 +29,8 @@ from .runrow import Row, read_row
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+    from .runrow import Card
 
     Read = Tuple[Row, Optional[Dict[str, str]]]
 
@@ -53,19 +56,20 @@ def children_for(count: int) -> int:
     return min(cores, MAX_CHILDREN) if cores > 1 else 0
 
 
-def rows(paths: Callable[[], Iterable[str]], count: int) -> Iterator[Read]:
-    """``read_row(path, facts=True)`` of each of the ``count`` paths that ``paths()`` gives, in its order (each
-    child calls ``paths()`` too, so it must give the same paths each time)."""
+def rows(paths: Callable[[], Iterable[str]], count: int, card: Optional[Card] = None) -> Iterator[Read]:
+    """``read_row(path, facts=True, card=card)`` of each of the ``count`` paths that ``paths()`` gives, in its
+    order (each child calls ``paths()`` too, so it must give the same paths each time; a child inherits
+    ``card`` with the fork, and its row's card comes back with the row)."""
     n = children_for(count)
     if not n:
         for path in paths():
-            yield read_row(path, facts=True)
+            yield read_row(path, facts=True, card=card)
         return
     kids: List[_Child] = []
     try:
         try:
             for k in range(n):
-                kids.append(_fork(paths, k, n, kids))
+                kids.append(_fork(paths, k, n, kids, card))
         except OSError:  # no fork now (a process limit, no memory): every batch is read here
             for kid in kids:
                 kid.end()
@@ -78,7 +82,7 @@ def rows(paths: Callable[[], Iterable[str]], count: int) -> Iterator[Read]:
             kid = kids[b % n]
             got = kid.receive(len(batch))
             if got is None:  # the child failed: this batch and its next ones are read here
-                got = [read_row(path, facts=True) for path in batch]
+                got = [read_row(path, facts=True, card=card) for path in batch]
             yield from got
     finally:
         for kid in kids:
@@ -106,9 +110,9 @@ class _Child:
             self.end()
             return None
         out = []
-        for values, terms, pkgs in got:
+        for values, terms, card, pkgs in got:
             row = Row(*values)
-            row.terms = terms
+            row.terms, row.card = terms, card
             out.append((row, pkgs))
         return out
 
@@ -128,7 +132,7 @@ class _Child:
             self.pid = 0
 
 
-def _fork(paths: Callable[[], Iterable[str]], k: int, n: int, kids: List[_Child]) -> _Child:
+def _fork(paths: Callable[[], Iterable[str]], k: int, n: int, kids: List[_Child], card: Optional[Card]) -> _Child:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -140,7 +144,7 @@ def _fork(paths: Callable[[], Iterable[str]], k: int, n: int, kids: List[_Child]
                     kid.out.close()
             gc.disable()  # nothing here makes cycles; no finalizer of the parent's objects (its database) runs
             with open(w, "wb") as out:
-                _serve(paths, k, n, out)
+                _serve(paths, k, n, out, card)
             code = 0
         except BaseException:  # noqa: BLE001 - the parent reads what we did not send
             pass
@@ -150,10 +154,11 @@ def _fork(paths: Callable[[], Iterable[str]], k: int, n: int, kids: List[_Child]
     return _Child(pid, open(r, "rb"))
 
 
-def _serve(paths: Callable[[], Iterable[str]], k: int, n: int, out: Any) -> None:
+def _serve(paths: Callable[[], Iterable[str]], k: int, n: int, out: Any, card: Optional[Card]) -> None:
     """The child ``k`` of ``n``: read the batches ``k``, ``k + n``, ... and write each as one pickle."""
     todo = iter(paths())
     seen = set()
+    parts = set()
     for b in itertools.count():
         batch = list(itertools.islice(todo, BATCH))
         if not batch:
@@ -162,13 +167,19 @@ def _serve(paths: Callable[[], Iterable[str]], k: int, n: int, out: Any) -> None
             continue
         got = []
         for path in batch:
-            row, pkgs = read_row(path, facts=True)
+            row, pkgs = read_row(path, facts=True, card=card)
+            made = row.card
+            if made is not None and made[1] is not None:  # a card's shared part: sent once, like a package set
+                if made[1][0] in parts:
+                    made = (made[0], None)
+                else:
+                    parts.add(made[1][0])
             if pkgs is not None:
                 # The parent keeps the first of each set it meets, in order: the batch where it meets a set first
                 # is this child's first with it too (an earlier one of ours would be earlier in order).
                 pkgs = None if row.pkgkey in seen else pkgs
                 seen.add(row.pkgkey)
-            got.append((tuple(getattr(row, f) for f in _FIELDS), row.terms, pkgs))
+            got.append((tuple(getattr(row, f) for f in _FIELDS), row.terms, made, pkgs))
         data = pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL)
         out.write(_HEADER.pack(len(data)))
         out.write(data)

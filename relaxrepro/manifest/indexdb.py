@@ -7,8 +7,9 @@ as JSON text, apart so that a listing does not read them), ``fileterms`` (each f
 ``group``, ``parent``, ``status``, ``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as an
 ``(id, key, value)`` row, indexed by key and value: :func:`runrow.terms`; the view ``terms`` gives them as
 ``(path, key, value)``, what a clause's SQL asks), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
-``outputs`` (answers kept for an unchanged tree), ``cards`` (what ``report`` keeps of a file beside its row, filled
-by report: :meth:`runindex.Source.keep_cards`) and ``cardsets`` (the parts cards share, by digest).
+``outputs`` (answers kept for an unchanged tree), ``cards`` (what ``report`` keeps of a file beside its row: made
+of the bytes :func:`update` reads for the row when its caller passes a card maker, else kept by report,
+:meth:`runindex.Source.keep_cards`) and ``cardsets`` (the parts cards share, by digest).
 
 A cold build (a database with no rows) drops the indexes, reads the files in forked children where there are
 many (:mod:`fanout`), writes the rows in transactions of :data:`CHUNK`, and makes the indexes at the end. A table
@@ -32,8 +33,9 @@ from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsig
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Callable, Dict, List, Optional, Set, Tuple
+    from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+    from .runrow import Card
     from .treesig import Walked
 
 VERSION = 5
@@ -244,9 +246,11 @@ def _plan(walked: Walked, sigs: List[Tuple[str, bytes]], stored: Dict[str, bytes
 
 
 def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tuple[str, bytes]],
-            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]]) -> Update:
+            stored: Dict[str, bytes], writes: int, progress: Optional[Callable[[int, int], None]],
+            card: Optional[Card] = None) -> Update:
     """Re-read what differs from ``stored`` (the directory signatures when the write counter was ``writes``)
-    and write it, a directory at a time."""
+    and write it, a directory at a time; ``card``: a caller's card maker (:func:`runrow.read_row`), whose card
+    of each file read goes in beside its row, in the same transaction."""
     plan = _plan(walked, sigs, stored)
     todo_count = sum(len(todo) for *_, todo in plan)
     cold = not stored and todo_count > 0
@@ -264,10 +268,13 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
     pending: List[_DirWrite] = []
     sets: List[Tuple[str, str]] = []
     seen_sets: Set[str] = set()
+    card_sets: List[Tuple[str, str]] = []
+    seen_cards: Set[str] = set()
     done = 0
     rows_pending = 0
     # Read in forked children where there are many (fanout.py): in the order of the plan either way.
-    read = fanout.rows(lambda: (prefix + join(rel, n) for rel, _, _, _, todo in plan for n, _ in todo), todo_count)
+    read = fanout.rows(lambda: (prefix + join(rel, n) for rel, _, _, _, todo in plan for n, _ in todo), todo_count,
+                       card)
     try:
         for rel, names, keys, old_sig, todo in plan:
             new_rows = []
@@ -277,6 +284,9 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
                 if pkgs is not None and row.pkgkey not in seen_sets:
                     seen_sets.add(row.pkgkey)  # type: ignore[arg-type]
                     sets.append((row.pkgkey, json.dumps(pkgs, sort_keys=True, separators=(",", ":"))))  # type: ignore
+                if row.card is not None and row.card[1] is not None and row.card[1][0] not in seen_cards:
+                    seen_cards.add(row.card[1][0])
+                    card_sets.append(row.card[1])
                 if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path):
                     new_rows.append((path, row))
                 else:
@@ -293,15 +303,15 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
                 pending.append(_DirWrite(rel, old_sig, new_sig, gone, new_rows))
                 rows_pending += len(new_rows) + 1
             if rows_pending >= CHUNK:
-                state = _write(conn, pending, sets, None, state)
-                pending, sets, rows_pending = [], [], 0
+                state = _write(conn, pending, sets, None, state, card_sets)
+                pending, sets, card_sets, rows_pending = [], [], [], 0
     finally:
         read.close()  # no child outlives the reads, even when a write fails
     for rel, sig in dropped:
         pending.append(_DirWrite(rel, sig, None, [join(rel, n) for n in unsign(sig)], []))
     expected = tree_digest(stored_signatures(walked, uncached, sigs))
     extra = [fresh[p] for p in sorted(uncached)]
-    state = _write(conn, pending, sets, expected, state)
+    state = _write(conn, pending, sets, expected, state, card_sets)
     if cold:
         _indexes(conn)
         conn.execute("PRAGMA wal_autocheckpoint = %d" % CHECKPOINT_PAGES)
@@ -329,18 +339,18 @@ def _indexes(conn: sqlite3.Connection, drop: bool = False) -> None:
 
 
 def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
-           digest: Optional[bytes], before: _Writes) -> _Writes:
+           digest: Optional[bytes], before: _Writes, card_sets: Sequence[Tuple[str, str]] = ()) -> _Writes:
     """Write ``pending`` directories (rows and signature together, each only when its stored signature is
     still the one it was compared with) and package ``sets``; with ``digest``, the last write: the tree's
     digest is stored when no other process wrote since we compared. Returns where our writes stand now. A
     database still locked after the busy timeout, read-only or on a full disk is left as it was (``failed``
-    says why): this listing is right without it."""
+    says why): this listing is right without it. ``card_sets``: the parts the rows' cards name (``cardsets``)."""
     if before.failed:
         return before
     try:
         conn.execute("BEGIN IMMEDIATE")
         try:
-            after = _write_in(conn, pending, sets, digest, before)
+            after = _write_in(conn, pending, sets, digest, before, card_sets)
             conn.execute("COMMIT")
         except BaseException:
             rollback(conn)
@@ -351,7 +361,7 @@ def _write(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[
 
 
 def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tuple[str, str]],
-              digest: Optional[bytes], before: _Writes) -> _Writes:
+              digest: Optional[bytes], before: _Writes, card_sets: Sequence[Tuple[str, str]] = ()) -> _Writes:
     """:func:`_write` inside its transaction."""
     count = conn.execute("SELECT gen FROM state").fetchone()[0]
     clean = before.clean and count == before.count  # else another writer: our tree digest may not be the database's
@@ -371,11 +381,14 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
                          [(rel,) + _docs_values(row) for rel, row in d.rows])
         conn.executemany("INSERT INTO fileterms VALUES (?, ?, ?)",
                          [(i, k, v) for i, (_, row) in zip(ids, d.rows) for k, v in row.terms or ()])
+        conn.executemany("INSERT OR REPLACE INTO cards VALUES (?, ?)",
+                         [(rel, row.card[0]) for rel, row in d.rows if row.card is not None])
         if d.new_sig is None:
             conn.execute("DELETE FROM dirs WHERE dir = ?", (d.dir,))
         else:
             conn.execute("INSERT OR REPLACE INTO dirs VALUES (?, ?)", (d.dir, d.new_sig))
     conn.executemany("INSERT OR IGNORE INTO pkgsets VALUES (?, ?)", sets)
+    conn.executemany("INSERT OR REPLACE INTO cardsets VALUES (?, ?)", card_sets)
     tree = digest if digest is not None and clean else None
     if pending or tree is None or conn.execute("SELECT tree FROM state").fetchone()[0] != tree:
         count += 1

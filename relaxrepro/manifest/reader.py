@@ -205,8 +205,11 @@ def _limit_text(limit: int) -> str:
     return "%d MB" % (limit // 2**20) if limit % 2**20 == 0 else "%d-byte" % limit
 
 
-def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
-    """Decode, parse, check and normalise the bytes of a manifest. Returns (document, warnings)."""
+def parse_manifest(raw: bytes, parsed: Any = None) -> Tuple[Dict[str, Any], List[str]]:
+    """Decode, parse, check and normalise the bytes of a manifest. Returns (document, warnings). ``parsed``:
+    what :func:`parse_json` gives of the text of ``raw``, had already (the run index parsed it for its row:
+    ``sections.parse_manifest_text``, whose values are shared, never changed: normalising copies what it
+    changes); every other check is made of ``raw`` as without it."""
     if len(raw) > READ_LIMIT_BYTES:
         raise ManifestError("file is over the %d MB limit for a manifest" % (READ_LIMIT_BYTES // 2**20))
     if raw.startswith(b"\xef\xbb\xbf"):
@@ -219,7 +222,7 @@ def parse_manifest(raw: bytes) -> Tuple[Dict[str, Any], List[str]]:
         raise ManifestError("not UTF-8: invalid byte 0x%02x at offset %d" % (raw[exc.start], exc.start)) from None
     if not text.strip():
         raise ManifestError("file is empty")
-    doc = parse_json(text)
+    doc = parse_json(text) if parsed is None else parsed
     if not isinstance(doc, dict):
         raise ManifestError("not a manifest: the top level is %s, expected an object" % _typename(doc))
     _check_depth(doc)

@@ -59,6 +59,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+    from .runrow import Card
     from .treesig import Walked
 
 """Rows per write transaction: other processes' writes interleave with a long build."""
@@ -97,12 +98,14 @@ def listing(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str]
 
 def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[str] = (),
                env: Optional[Mapping[str, str]] = None,
-               progress: Optional[Callable[[int, int], None]] = None, memo: Optional[Dict[str, Any]] = None
-               ) -> Source:
+               progress: Optional[Callable[[int, int], None]] = None, memo: Optional[Dict[str, Any]] = None,
+               card: Optional[Card] = None) -> Source:
     """The manifests below ``roots``, checked against the files now, to be asked with :meth:`Source.find`
     (close it after). ``want``: what a scan without the index reads of each file (see :func:`listing`);
     ``memo``: a dictionary kept by a caller that opens the same roots again (:class:`Runs`), where each
-    root's last walk and its digest are remembered: a walk equal to the last needs no digest computed."""
+    root's last walk and its digest are remembered: a walk equal to the last needs no digest computed;
+    ``card``: a card maker (:func:`runrow.read_row`) for each file the index reads now, its card stored beside
+    the row (:meth:`Source.cards`), so a caller that wants the cards reads no file twice."""
     src = Source()
     rule = Walk.of(roots)
     directory = cache_dir(os.environ if env is None else env) if use_index else None
@@ -112,7 +115,7 @@ def open_roots(roots: Sequence[str], *, use_index: bool = True, want: Sequence[s
             continue
         try:
             src.parts.append(_indexed(root, rule, os.path.join(directory, "index"), want, src.warnings,
-                                      progress, memo))
+                                      progress, memo, card))
         except Bypass as exc:
             src.warnings.append("run index %s; listing without it" % exc.args[0])
             src.unstored.append("run index %s" % exc.args[0])
@@ -307,12 +310,14 @@ class Source(Record):
 
     def cards(self) -> Dict[str, str]:
         """The cards the databases hold, by path: a text a reader derived from a file and stored beside its row
-        (``report``'s, :meth:`keep_cards`); the rows in memory have none."""
+        (``report``'s, :meth:`keep_cards`, or made as the index read it: :func:`open_roots`'s ``card``), and
+        those made of the files read now but not stored (written just now); other rows in memory have none."""
         out: Dict[str, str] = {}
         for part in self.parts:
             if part.conn is not None:
                 p = part.prefix
                 out.update((p + path, card) for path, card in part.conn.execute("SELECT path, card FROM cards"))
+                out.update((r.path, r.card[0]) for r in part.extra if r.card is not None)
         return out
 
     def card_sets(self, keys: Iterable[str]) -> Dict[str, str]:
@@ -461,7 +466,8 @@ def _scan(root: str, rule: Walk, want: Sequence[str]) -> _Part:
 
 
 def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warnings: List[str],
-             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None) -> _Part:
+             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None,
+             card: Optional[Card] = None) -> _Part:
     path = db_path(directory, root)
     refused = untrusted(directory, path)
     if refused:
@@ -481,7 +487,7 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
             warnings.append("run index %s: %s; rebuilt" % (path, reason_of(exc)))
             continue
         try:
-            part = _refresh(conn, root, walked, want, progress, memo)
+            part = _refresh(conn, root, walked, want, progress, memo, card)
         except sqlite3.DatabaseError as exc:
             conn.close()
             if isinstance(exc, sqlite3.OperationalError) or attempt == 2:
@@ -497,7 +503,8 @@ def _indexed(root: str, rule: Walk, directory: str, want: Sequence[str], warning
 
 
 def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence[str],
-             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None) -> _Part:
+             progress: Optional[Callable[[int, int], None]], memo: Optional[Dict[str, Any]] = None,
+             card: Optional[Card] = None) -> _Part:
     """Bring the index of ``root`` up to date with the walk; the part that answers for it (``want``: what
     its rows hold when they must be kept in memory, see :func:`listing`; ``memo``: see :func:`open_roots`)."""
     part = _Part(os.path.join(root, ""), order={rel: i for i, (rel, _, _) in enumerate(walked)})
@@ -517,7 +524,7 @@ def _refresh(conn: sqlite3.Connection, root: str, walked: Walked, want: Sequence
         return part
     stored = dict(conn.execute("SELECT dir, sig FROM dirs"))
     conn.execute("COMMIT")
-    done = update(conn, part.prefix, walked, sigs, stored, writes, progress)
+    done = update(conn, part.prefix, walked, sigs, stored, writes, progress, card)
     part.unstored = done.failed
     conn.execute("BEGIN")
     part.conn = conn

@@ -23,7 +23,11 @@ from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+    Card = Callable[[str, bytes, Any], Optional[Tuple[str, Optional[Tuple[str, str]]]]]
+    """A card maker: (path, its bytes, what parse_json gives of them or None) -> (the card's text, the (key,
+    text) of a part it names) or None (no card)."""
 
 _DECODE = json.JSONDecoder(parse_int=read_int).decode
 """How a row's stored JSON texts are read back: integers by the reader's rule (numbers.read_int), so a count
@@ -44,7 +48,7 @@ class Row:
     (100,000 of them), and this ``__init__`` costs a tenth of a record's (0.8 us against 8.5 us).
     """
 
-    __slots__ = STORED + ("cacheable", "terms", "_doc", "_facts")
+    __slots__ = STORED + ("cacheable", "terms", "card", "_doc", "_facts")
 
     def __init__(self, path: str, run_id: Optional[str], generated_at: str, group: Optional[str],
                  parent: Optional[str], error: Optional[str], cells: str, doc_json: Optional[str],
@@ -53,6 +57,7 @@ class Row:
         self.error, self.cells, self.doc_json, self.facts_json, self.pkgkey = error, cells, doc_json, facts_json, pkgkey
         self.cacheable = cacheable
         self.terms = None  # (key, value) pairs the index looks the facts up by (query.terms), when read
+        self.card = None  # what a caller's card maker made of the bytes read (read_row's ``card``), when asked
         self._doc = self._facts = None  # the JSON texts parsed, on first use
 
     @property
@@ -99,11 +104,14 @@ def slim(doc: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str, str]]]:
+def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> Tuple[Row, Optional[Dict[str, str]]]:
     """The row of the manifest at ``path`` and, with ``facts``, its packages (None when not recorded).
 
     A file that cannot be read (gone, no permission, over the size limit) gives a row not to be
-    cached: its error depends on the moment and the reader, not on the bytes.
+    cached: its error depends on the moment and the reader, not on the bytes. ``card``: a caller's maker of
+    what it keeps of a file beside its row (``report``'s card), given the path, the bytes read here and their
+    parse (with ``facts``; else None), so the file is read and parsed once for both; its answer is the row's
+    ``card`` (none for a file that could not be read).
     """
     raw = read_whole(path, READ_LIMIT_BYTES)
     if raw is None:
@@ -122,6 +130,8 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
         row = _row(path, link or {}, str(exc), "", cacheable=raw is not None)
         if link is None:
             row.run_id = None
+        if card is not None and raw is not None:
+            row.card = card(path, raw, whole)
         return row, None
     row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
     pkgs = None
@@ -129,6 +139,8 @@ def read_row(path: str, *, facts: bool = False) -> Tuple[Row, Optional[Dict[str,
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
         row.facts_json = _text(found)
         row.terms = list(terms(found))
+    if card is not None and raw is not None:
+        row.card = card(path, raw, whole)
     return row, pkgs
 
 

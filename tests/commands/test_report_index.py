@@ -17,7 +17,7 @@ import pytest
 
 from relaxrepro.analyze.compare import compare_group
 from relaxrepro.commands.report import _sweep, cards
-from relaxrepro.manifest import runindex
+from relaxrepro.manifest import runindex, runrow
 from tests.commands.test_report import _COUNT_OPENS
 from tests.helpers.common import ROOT, clean_env, run_cli
 from tests.helpers.recording import make_doc, put
@@ -157,8 +157,9 @@ def test_a_page_reads_each_manifest_once_and_the_next_one_reads_none(tmp_path):
     rich_tree(tmp_path)
     # Each file once for its card; a replay's original (s0) is read whole once more, to verify the replay.
     assert _opens(tmp_path, "--no-index") == "0 [1, 2] 18"
-    # The first page through the index: the index reads each file for its row, the page for its card.
-    assert _opens(tmp_path) == "0 [2, 3] 18"
+    # The first page through the index: the index reads each file once for its row and its card; as without
+    # it, a copy's (r0, r1, r2: a card made again with its key) and a replay's (s9, and s0 for it) once more.
+    assert _opens(tmp_path) == "0 [1, 2] 18"
     assert _opens(tmp_path) == "0 [1] 2"  # then only the replay s9 and its original, whole
     page = (tmp_path / "o.html").read_bytes()
     _opens(tmp_path, "--no-index")
@@ -268,3 +269,95 @@ def test_no_index_finds_a_run_by_its_id_and_makes_no_index(tmp_path):
     res = run_cli("report", "s1", "runs", "--against", "s0", "--no-index", "-o", str(out), env=_env(tmp_path),
                   cwd=tmp_path)
     assert res.returncode == 0 and not (tmp_path / "cache").exists(), res.stderr
+
+
+_COUNT_EVERY_OPEN = """
+import os, sys
+log = os.environ["OPENS_LOG"]
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].endswith(".json") and "manifest_" in args[0]:
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)  # a forked reader's opens too
+        os.write(fd, ("%d %s\\n" % (os.getpid(), args[0])).encode())
+        os.close(fd)
+sys.addaudithook(hook)
+from relaxrepro.manifest import fanout
+if os.environ.get("FORKS"):  # read by forked children however few the files and cores
+    fanout.children_for = lambda count: int(os.environ["FORKS"])
+from relaxrepro import cli
+print(cli.main(sys.argv[1:]), os.getpid())
+"""
+
+
+def _every_open(tmp_path: Path, *args: str, forks: int = 0):
+    """The page's exit code, and the files it opened: {path: times}, and the pids that opened them."""
+    log = tmp_path / "opens.log"
+    if log.exists():
+        log.unlink()
+    res = subprocess.run([sys.executable, "-c", _COUNT_EVERY_OPEN, "report", "runs", *args, "-o", "o.html"],
+                         capture_output=True, text=True, cwd=str(tmp_path), timeout=120,
+                         env=dict(_env(tmp_path), PYTHONPATH=str(ROOT), OPENS_LOG=str(log),
+                                  FORKS=str(forks) if forks else ""))
+    code, pid = res.stdout.splitlines()[-1].split()
+    assert code == "0", res.stderr
+    lines = [line.split(" ", 1) for line in log.read_text().splitlines()] if log.exists() else []
+    counts: dict = {}
+    for _, path in lines:
+        counts[path] = counts.get(path, 0) + 1
+    return counts, {int(p) for p, _ in lines} - {int(pid)}
+
+
+@pytest.mark.parametrize("forks", [0, 2], ids=["in-process", "forked-readers"])
+@pytest.mark.parametrize("aged", [True, False], ids=["stored", "written-just-now"])
+def test_a_cold_index_page_reads_each_manifest_exactly_once(tmp_path, forks, aged):
+    # The index reads each file for its row and, with the same bytes, makes its card (in a forked reader too:
+    # the card comes back with the row); the page reads none again. A file written just now is not stored,
+    # and its card is the one made as it was read. The page is the same as without the index, and the next.
+    runs = tmp_path / "runs"
+    for i in range(12):
+        put(runs / ("g%d" % (i % 3)), make_doc(
+            "r%02d" % i, generated_at="2026-03-01T00:00:%02dZ" % i, config={"resolved_args": {"lr": i % 4}},
+            environment={"packages": {"torch": "2.%d.0" % (i % 2)}}, lineage={"group": "g%d" % (i % 3)},
+            results={"metrics": {"auc": 0.5 + i / 100}}))
+    (runs / "bad").mkdir()
+    (runs / "bad" / "manifest_broken.json").write_text("{")
+    if aged:
+        _age(runs)
+    files = _page(tmp_path, "--no-index")[0]
+    opened, readers = _every_open(tmp_path, forks=forks)
+    assert sorted(opened.values()) == [1] * 13
+    assert bool(readers) == bool(forks)  # the forked readers did open them
+    first = (tmp_path / "o.html").read_bytes()
+    assert first == files
+    assert _count(tmp_path, "cards") == (13 if aged else 0) and _count(tmp_path, "cardsets") == 2
+    opened, _ = _every_open(tmp_path, forks=forks)
+    assert opened == ({} if aged else {str(p.relative_to(tmp_path)): 1 for p in runs.rglob("manifest_*.json")})
+    assert (tmp_path / "o.html").read_bytes() == first
+
+
+def test_the_index_alone_makes_no_cards(tmp_path):
+    # ls and index pass no card maker: a cold build stores rows, never cards.
+    rich_tree(tmp_path)
+    res = run_cli("ls", "runs", env=_env(tmp_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert _count(tmp_path, "files") == 18 and _count(tmp_path, "cards") == _count(tmp_path, "cardsets") == 0
+
+
+def test_a_card_made_of_the_index_s_read_and_parse_is_the_one_made_of_the_file(tmp_path):
+    # The index hands its bytes and its parse (sections shared between documents) to the card maker: the card
+    # is the one made of the file alone, for every kind of file: a Relax trainer's layouts and a flat legacy
+    # record (normalised: what they change is copied, never a shared section), broken ones, a BigInt metric.
+    runs = rich_tree(tmp_path)
+    for fixture in sorted((ROOT / "tests" / "fixtures" / "relax").glob("*.json")):
+        put(runs / "relax", json.loads(fixture.read_text()), name="manifest_%s.json" % fixture.stem)
+    for i in range(2):
+        put(runs / "flat", {"experiment_name": "e", "seed": i, "cli_args": ["--lr", "1"],
+                            "hyperparams": {"lr%02d" % k: k / 3 for k in range(12)}, "metrics": {"auc": 0.5}},
+            name="manifest_flat%d.json" % i)
+    paths = sorted(str(p) for p in runs.rglob("manifest_*.json"))
+    assert len(paths) > 25
+    want = [cards.make(p) for p in paths]
+    for _ in range(2):  # the second time, the sections parsed before are the same objects
+        for path, (text, table, _doc, keep) in zip(paths, want):
+            raw = Path(path).read_bytes()
+            assert cards.made_of(path, raw, runrow._parse_whole(raw)) == ((text, table) if keep else None), path
+    assert [cards.make(p)[:2] for p in paths] == [w[:2] for w in want]

@@ -72,22 +72,27 @@ class Runs(Record):
         return self.whole[path]
 
 
-def make(path: str, keyed: bool = False) -> Tuple[str, Optional[Tuple[str, str]], Optional[Dict[str, Any]], bool]:
+def make(path: str, keyed: bool = False, raw: Optional[bytes] = None, parsed: Any = None
+         ) -> Tuple[str, Optional[Tuple[str, str]], Optional[Dict[str, Any]], bool]:
     """The card of the file at ``path`` from one read: (its text, the (key, text) of the package table it names,
     the whole document when the strict reader took it, whether the card may be kept: not when the file could
     not be read at all, which is the moment's, not the bytes'). ``keyed``: with the document's
-    :func:`~relaxrepro.analyze.compare.doc_key` (asked for a file whose run id another file has too)."""
-    raw: Optional[bytes] = None
+    :func:`~relaxrepro.analyze.compare.doc_key` (asked for a file whose run id another file has too); ``raw``:
+    the file's bytes, read already (by the run index, :func:`made_of`), and ``parsed``, their JSON parsed
+    (:func:`~relaxrepro.manifest.reader.parse_manifest`'s ``parsed``)."""
     doc: Optional[Dict[str, Any]] = None
     whole_error = None
     try:
-        raw = read_bytes(path, READ_LIMIT_BYTES)
-        doc = parse_manifest(raw)[0]
+        if raw is None:
+            raw = read_bytes(path, READ_LIMIT_BYTES)
+        doc = parse_manifest(raw, parsed)[0]
     except ManifestError as exc:
         whole_error = str(exc)
     try:
-        fields = {k: doc[k] for k in FIELDS if k in doc} if doc is not None else scan.read_fields(path, FIELDS,
-                                                                                                 raw=raw)
+        if doc is not None:
+            fields = {k: doc[k] for k in FIELDS if k in doc}
+        else:
+            fields = scan.read_fields(path, FIELDS, raw=raw)  # its own order of sections: not from `parsed`
     except ManifestError as exc:
         return _text("", {"error": str(exc)}), None, doc, raw is not None
     card: Dict[str, Any] = {"fields": _shown(fields)}
@@ -102,6 +107,15 @@ def make(path: str, keyed: bool = False) -> Tuple[str, Optional[Tuple[str, str]]
         facts["packages"] = table[0] if table else None
         card["facts"] = facts
     return _text(key, card), table, doc, raw is not None
+
+
+def made_of(path: str, raw: bytes, parsed: Any) -> Optional[Tuple[str, Optional[Tuple[str, str]]]]:
+    """The card of ``path`` made of its ``raw`` bytes (and their JSON ``parsed``) as the run index reads them for
+    its row, with the package table it names (:func:`runindex.open_roots`'s ``card``, in a forked reader too):
+    the file is read and parsed once for both. Without a key (most run ids have one file; a card of one that
+    has two is made again, keyed)."""
+    text, table, _doc, keep = make(path, False, raw=raw, parsed=parsed)
+    return (text, table) if keep else None
 
 
 def _table(pkgs: Dict[str, Any]) -> Tuple[str, str]:
@@ -159,7 +173,7 @@ def read(roots: Sequence[str], use_index: bool = True, env: Optional[Mapping[str
         if walk.warning():
             runs.warnings.append(walk.warning())  # type: ignore[arg-type]
         return _decoded(runs, cards, made)
-    src = runindex.open_roots(roots, env=env)
+    src = runindex.open_roots(roots, env=env, card=made_of)
     try:
         runs.warnings.extend(src.warnings)
         stored = src.cards()
