@@ -413,6 +413,8 @@ def main(argv=None) -> int:
                                     mq_env, results, progress)
             versions["mlflowq answers (result sizes per call)"] = json.dumps(answers, sort_keys=True)
             versions["mlflowq versions"] = mq.versions(_setup.venv_python(peers))
+            versions["mlflowq: the default runs(TREE) (check='files') against MLflow"] = mq.default_ratios(
+                results, pair_ratio)
 
         ray_ids = [c for c in ("ray-generate", "ray-status", "ray-list") if c in need]
         if ray_ids and ml:

@@ -142,7 +142,7 @@ def walk_dirs(root: str, walk: Walk, *, key: Optional[Callable[[int, int, int], 
     stack = [root]
     while stack:
         d = stack.pop()
-        subdirs, found = _read_dir(d, walk, key, by_fd)
+        subdirs, found = read_dir(d, walk, key, by_fd)
         found.sort()
         if key is None:
             yield d, found, []
@@ -153,8 +153,8 @@ def walk_dirs(root: str, walk: Walk, *, key: Optional[Callable[[int, int, int], 
         stack.extend(sorted(subdirs, reverse=True))
 
 
-def _read_dir(d: str, walk: Walk, key: Optional[Callable[[int, int, int], Any]], by_fd: bool
-              ) -> Tuple[List[str], List[Any]]:
+def read_dir(d: str, walk: Walk, key: Optional[Callable[[int, int, int], Any]], by_fd: bool
+             ) -> Tuple[List[str], List[Any]]:
     """(the subdirectories of ``d`` to walk, its manifests: names, or (name, key) pairs given ``key``). An
     entry that cannot be looked at is left out; a directory that cannot be read lists what it listed before
     the error, and nothing below it."""

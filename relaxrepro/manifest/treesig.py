@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import struct
 import sys
+import time
 
 from ..std.sha import sha256
-from .scan import walk_dirs
+from .scan import read_dir, walk_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+    from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
     from .scan import Walk
 
@@ -21,12 +22,70 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 KEY = struct.Struct("<QqQ")  # size, mtime_ns, inode of one manifest
 
 
-def walk(root: str, rule: Walk) -> Walked:
+KEPT_AFTER_NS = 3 * 10**9
+"""A directory's listing is kept (:func:`walk`'s ``kept``) only when it and its manifests were last changed this
+long before it was listed: a change within the same timestamp tick would leave its stat as it was (the index's
+"racy" rule, indexdb.RACY_NS), and a clock ahead of ours (a file server's) only means listing it again."""
+
+
+def walk(root: str, rule: Walk, kept: Optional[Dict[str, Any]] = None) -> Walked:
     """Each directory below ``root`` that holds manifests (relative, in walk order) with their names and
-    packed keys (None: the file vanished or cannot be stat'ed); ``rule``: the walk's (:class:`scan.Walk`)."""
+    packed keys (None: the file vanished or cannot be stat'ed); ``rule``: the walk's (:class:`scan.Walk`).
+
+    ``kept``: a dictionary kept between walks (``Runs(check="dirs")``), where each directory's listing is
+    remembered with the directory's own stat: a directory whose device, inode, mtime and ctime are as they
+    were is not listed again, nor its manifests stat'ed. A manifest added, removed, renamed or replaced there
+    (every write of ours replaces) changes the directory; one rewritten in place does not."""
     prefix = os.path.join(root, "")
-    return [(d[len(prefix):] if d != root else "", names, keys)
-            for d, names, keys in walk_dirs(root, rule, key=KEY.pack) if names]
+    dirs = walk_dirs(root, rule, key=KEY.pack) if kept is None else _walk_kept(root, rule, kept)
+    return [(d[len(prefix):] if d != root else "", names, keys) for d, names, keys in dirs if names]
+
+
+class _Links:
+    """Stands for the walk's rule while a directory is listed: the links met there, to tell the rule again
+    each time the listing is taken from ``kept``."""
+
+    def __init__(self) -> None:
+        self.links: List[str] = []
+
+    def note(self, link: str) -> None:
+        self.links.append(link)
+
+
+def _walk_kept(root: str, rule: Walk, kept: Dict[str, Any]) -> Iterator[Tuple[str, List[str], List[Any]]]:
+    """:func:`scan.walk_dirs` with keys, each directory whose stat is unchanged taken from ``kept`` (see
+    :func:`walk`); ``kept`` ends up holding the directories of this walk only."""
+    by_fd = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd
+    last, now_kept = dict(kept), {}
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:  # the stat before the listing: a change while it is listed shows at the next walk
+            st = os.stat(d) if d == root else os.lstat(d)  # a root that is a link is followed, as walk_dirs does
+            mark: Optional[Tuple[int, int, int, int]] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            mark = None
+        got = last.get(d)
+        if got is not None and got[0] == mark:
+            now_kept[d] = got
+            _, subdirs, names, keys, links = got
+            for link in links:
+                rule.note(link)
+        else:
+            now = time.time_ns()
+            seen = _Links()
+            subdirs, found = read_dir(d, seen, KEY.pack, by_fd)  # type: ignore[arg-type]
+            for link in seen.links:
+                rule.note(link)
+            found.sort()
+            names, keys = [n for n, _ in found], [k for _, k in found]
+            if mark is not None and now - max(mark[2], mark[3]) > KEPT_AFTER_NS and None not in keys and all(
+                    now - KEY.unpack(k)[1] > KEPT_AFTER_NS for k in keys):
+                now_kept[d] = (mark, subdirs, names, keys, seen.links)
+        yield d, names, keys
+        stack.extend(sorted(subdirs, reverse=True))
+    kept.clear()
+    kept.update(now_kept)
 
 
 def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
