@@ -162,9 +162,9 @@ class Runs:
     """The runs below some directories, asked from Python as ``ls`` asks them: ``get(run_id)`` and
     ``where("metric.auc>0.9", ...)`` (the ``--where`` language, :mod:`query`).
 
-    Each call checks the tree as it is at that moment, as every command does (the directories walked, each
-    manifest ``stat``\\ed, a new or changed file read again): the answer is a scan's, with the index or without
-    (``use_index=False``), however long the object is kept. So a call costs the walk, about 4 us a manifest
+    By default (``check="files"``) each call checks the tree as it is at that moment, as every command does (the
+    directories walked, each manifest ``stat``\\ed, a new or changed file read again): the answer is a scan's,
+    with the index or without (``use_index=False``), however long the object is kept. So a call costs the walk, about 4 us a manifest
     here, plus the index's answer (~6% more); keeping the object saves only hashing an unchanged tree again
     (bench/RESULTS.md, issue 32: 10,000 runs, ~8x MLflow's get_run on SQLite, ~5x its search_runs).
 
@@ -172,7 +172,7 @@ class Runs:
     only a directory whose stat changed since this object last listed it, or that was changing then (see
     :func:`treesig.walk`). A run written, removed, renamed or replaced (every write of relaxrepro's replaces
     the file) is seen at the next call; a manifest rewritten in place, keeping its inode, is not, until the
-    object is made again. At 10,000 runs in 150 directories a call costs ~0.2 ms of stats, not ~45 ms.
+    object is made again. At 10,000 runs in 150 directories a call costs ~2 ms here, not ~38 ms.
     The rows are :class:`~relaxrepro.manifest.runrow.Row`\\ s with their ``doc`` and ``facts``. ``warnings``:
     what the last call had to say (a database bypassed or rebuilt)."""
 
