@@ -164,9 +164,10 @@ class Runs:
 
     By default (``check="files"``) each call checks the tree as it is at that moment, as every command does (the
     directories walked, each manifest ``stat``\\ed, a new or changed file read again): the answer is a scan's,
-    with the index or without (``use_index=False``), however long the object is kept. So a call costs the walk, about 4 us a manifest
-    here, plus the index's answer (~6% more); keeping the object saves only hashing an unchanged tree again
-    (bench/RESULTS.md, issue 32: 10,000 runs, ~8x MLflow's get_run on SQLite, ~5x its search_runs).
+    with the index or without (``use_index=False``), however long the object is kept. So a call costs the walk,
+    about 4 us a manifest here, plus the index's answer (~6% more); keeping the object saves only hashing an
+    unchanged tree again (bench/RESULTS.md, issue 32: 10,000 runs, ~9x MLflow's get_run on SQLite, ~5x its
+    search_runs).
 
     ``check="dirs"`` (with the index): a call ``stat``\\s each directory, not each manifest, and lists again
     only a directory whose stat changed since this object last listed it, or that was changing then (see
