@@ -459,6 +459,21 @@ def main(argv=None) -> int:
     return report(results, args, rounds, size_kb, notes, versions, py)
 
 
+_SIZED = {"ls": "ls", "merge": "merge", "report": "report", "report-ls": "report", "bigrepo": "bigrepo"}
+"""The fixture size a case's label names (besides the idx-* and mlflowq cases), by case id."""
+
+
+def sized(cid: str, label: str, quick: bool) -> str:
+    """``label`` with the size it names as the run measured it: under --quick, _setup.QUICK's, not FULL's."""
+    key = "index" if cid.startswith("idx-") else "mlflowq" if cid.startswith(("mlq-", "mlf-")) else _SIZED.get(cid)
+    if not quick or key is None:
+        return label
+    full, small = _setup.FULL[key], _setup.QUICK[key]
+    if key == "bigrepo":
+        return label.replace("%dk-file" % (full // 1000), "%dk-file" % (small // 1000))
+    return label.replace(f"{full:,}", f"{small:,}")
+
+
 def report(results, args, rounds, size_kb, notes, versions, py) -> int:
     med = {cid: statistics.median(r["wall"]) * 1000 for cid, r in results.items()}
     floors = (med.get("floor-isS"), med.get("floor-c"))
@@ -467,7 +482,8 @@ def report(results, args, rounds, size_kb, notes, versions, py) -> int:
         if cid not in results:
             continue
         r = results[cid]
-        table.append({"id": cid, "case": label, "runs": len(r["wall"]), "median_ms": med[cid],
+        table.append({"id": cid, "case": sized(cid, label, getattr(args, "quick", False)), "runs": len(r["wall"]),
+                      "median_ms": med[cid],
                       "min_ms": min(r["wall"]) * 1000, "max_ms": max(r["wall"]) * 1000, "peak_rss_mb": max(r["rss"]),
                       "cpu_ms": statistics.median(r["cpu"]) * 1000,
                       "over_isS_ms": None if floors[0] is None else med[cid] - floors[0],
