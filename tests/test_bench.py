@@ -73,6 +73,18 @@ def test_what_a_case_adds_is_measured_in_floors_of_the_same_round():
     assert run.per_round_over(results, "patch-3.5mb", "patch-clean", "nothing") is None
 
 
+def test_under_quick_a_case_names_the_size_it_measured():
+    run = _bench("run")
+    label = dict((cid, text) for cid, _, text in run.CASES)
+    assert run.sized("idx-floor", label["idx-floor"], True) == (
+        "walk + stat of the 2,000 manifests alone (every check's floor; bench/runindex.py)")
+    assert run.sized("mlq-get-dirs", label["mlq-get-dirs"], True) == (
+        "in process: relaxrepro.runs(TREE, check='dirs').get(ID), 1,000 runs")
+    assert run.sized("bigrepo", label["bigrepo"], True) == "pyz generate, 2k-file repo + 50 MB untracked file"
+    assert run.sized("idx-floor", label["idx-floor"], False) == label["idx-floor"]
+    assert "100,000" in label["idx-floor"]
+
+
 def test_a_slower_day_changes_no_verdict(tmp_path: Path):
     run = _bench("run")
     cases = [cid for cid, _, _ in run.CASES]
