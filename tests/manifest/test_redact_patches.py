@@ -275,3 +275,22 @@ def test_hot_lines_found_as_git_prints_the_patch_are_those_of_the_whole(size: in
     assert given.lines(text, found[1]) == fast.lines(text) and given.counts == fast.counts
     every = Redactor(extra_patterns=[NEVER], **MACHINE)
     assert every.lines(text) == fast.lines(text)
+
+
+def test_assignments_searched_from_the_word_of_a_trigger_are_those_searched_everywhere(monkeypatch) -> None:
+    # mask_assignments tries its expression only from the word holding the next trigger word: the same masks,
+    # counts and remembered values as trying it at every offset, on every planted line and look-alike.
+    from relaxrepro.manifest.redact import assignments
+
+    lines = [line for _, line, _ in PLANTED] + list(LOOK_ALIKES) + [
+        "x = 1; --db-password=a1b2c3d4 and API_KEY: 'k-9f8e7d6c' then token x9y8z7w6v5u4t3s2r1q0",
+        "a.b-c_token=v1 -pass=Zz9!xx secret_key=\"q1w2e3r4\" url=https://u:p4ss@h.example.com",
+        "setdefault(\"HF_TOKEN\", \"hf_x1y2z3\") ; os.environ[\"DB_PASSWORD\"] = os.environ[\"X\"]",
+        "name = 'Ünïcödé' api_key=%s" % password("patches/assign-uni"), "\u212aEY=%s" % password("patches/kelvin2"),
+    ]
+    fast = Redactor(**MACHINE)
+    got = [fast.text(line) for line in lines]
+    monkeypatch.setattr(assignments, "_word_of_trigger", lambda low, pos: pos)
+    every = Redactor(**MACHINE)
+    assert got == [every.text(line) for line in lines]
+    assert fast.counts == every.counts and fast._secrets == every._secrets
