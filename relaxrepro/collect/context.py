@@ -219,8 +219,10 @@ class Context:
         env: Optional[Mapping[str, str]] = None,
         cwd: Optional[str] = None,
         text: bool = True,
+        on_stdout: Optional[Callable[[bytes], None]] = None,
     ) -> proc.ProcResult:
-        """Run a tool found on the context's PATH within the calling probe's budget."""
+        """Run a tool found on the context's PATH within the calling probe's budget (``on_stdout``: see
+        :func:`relaxrepro.std.proc.run`)."""
         argv = list(argv)
         exe = self.which(argv[0]) if argv else None
         if exe is None:
@@ -228,7 +230,8 @@ class Context:
         limit = self.budget() if timeout is None else min(timeout, self.budget())
         run_env = dict(self.env) if env is None else dict(env)
         run_env.setdefault("LC_ALL", "C")
-        return proc.run([exe] + argv[1:], timeout=limit, env=run_env, cwd=cwd or self.cwd, text=text)
+        return proc.run([exe] + argv[1:], timeout=limit, env=run_env, cwd=cwd or self.cwd, text=text,
+                        on_stdout=on_stdout)
 
     # -- sharing between probes -----------------------------------------------------------------
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:

@@ -78,12 +78,15 @@ def run(
     text: bool = True,
     max_output: int = MAX_OUTPUT,
     stdin_data: Optional[bytes] = None,
+    on_stdout: Optional[Callable[[bytes], None]] = None,
 ) -> ProcResult:
     """Run ``argv`` for at most ``timeout`` seconds and return what it printed.
 
     Never raises for anything the child does: a missing executable, a crash, a hang or a flood of
     output all end up in the returned record. ``text=False`` keeps stdout as bytes (patches must
-    round-trip exactly); stderr is always decoded.
+    round-trip exactly); stderr is always decoded. ``on_stdout`` is given each piece of stdout as it is
+    kept, in order (their sum is ``stdout``), so that a caller can work on a long output while the child
+    prints the rest; one that raises is not called again.
     """
     argv = [str(a) for a in argv]
     start = time.monotonic()
@@ -119,9 +122,14 @@ def run(
         return result
 
     if os.name == "posix":
-        out, err, truncated, timed_out = _pump_posix(proc, start + timeout, max_output, stdin_data)
+        out, err, truncated, timed_out = _pump_posix(proc, start + timeout, max_output, stdin_data, on_stdout)
     else:  # pragma: no cover - exercised on Windows laptops only
         out, err, truncated, timed_out = _pump_portable(proc, timeout, max_output, stdin_data)
+        if on_stdout is not None and out:
+            try:
+                on_stdout(out)
+            except Exception:
+                pass
     result.truncated = truncated
     result.timed_out = timed_out
     result.rc = proc.poll()
@@ -245,7 +253,8 @@ def _end_all_and_die(signum: int, _frame: object) -> None:
     os.kill(os.getpid(), signum)
 
 
-def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[bytes]):
+def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[bytes],
+                on_stdout: Optional[Callable[[bytes], None]] = None):
     import selectors  # lazy: ~2 ms, only once a child runs (reading commands never start one)
 
     bufs = {proc.stdout: bytearray(), proc.stderr: bytearray()}
@@ -291,6 +300,11 @@ def _pump_posix(proc, deadline: float, max_output: int, stdin_data: Optional[byt
                 room = max_output - len(buf)
                 if room > 0:
                     buf += chunk[:room]
+                    if on_stdout is not None and key.fileobj is proc.stdout:
+                        try:
+                            on_stdout(chunk[:room])
+                        except Exception:  # the caller's work, never the reading: it goes on without it
+                            on_stdout = None
                 if len(chunk) > room:
                     truncated = True
     finally:

@@ -241,3 +241,56 @@ def test_a_patch_scrub_changed_carries_the_digest_and_lines_of_what_is_stored(si
     assert pw not in out["text"] and out["stored_sha256"] == hashlib.sha256(out["text"].encode()).hexdigest()
     assert out["redacted_lines"] == [size + 5] and out["restores_exactly"] is False
     assert patch["stored_sha256"] == hashlib.sha256(text.encode()).hexdigest()  # the input is left as it was
+
+
+def _files_patch() -> str:
+    """Several files, as git prints them: planted secrets, a .env file (each of its lines read), a PEM key across
+    lines, Unicode, odd line breaks, a command continued up to the next file's header, no newline at the end of
+    the last."""
+    pw = password("patches/stream")
+    parts = [_patch(_body(50) + ["+" + line for _, line, _ in PLANTED[::7]], "train.py"),
+             _patch(["+DB_HOST=pg.prod.corp", "+DB_PASSWORD=" + pw, "+export A=1"], ".env"),
+             _patch(_body(10) + ["+%s" % line for line in pem_key().splitlines()] + _body(3), "keys/k.py"),
+             _patch(_body(5) + ["+name = 'Ünïcödé 日本語 \U0001f600 api_key=%s'" % pw, "+x = 1\u2028+token = " + pw],
+                    "uni.py"),
+             _patch(_body(4) + ["+curl -u bob:%s \\" % pw], "run.sh"),
+             _patch(_body(20) + ["+HF_TOKEN=" + FAKES["huggingface"]], "last.py", end="")]
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, 65536, 10 ** 7])
+def test_hot_lines_found_as_git_prints_the_patch_are_those_of_the_whole(size: int) -> None:
+    from relaxrepro.manifest.redact.prefilter import Lines, Stream, hot_lines
+
+    text = _files_patch()
+    body = text.encode("utf-8", "surrogateescape")
+    machine = Redactor(**MACHINE).needles()
+    stream = Stream(machine)
+    for at in range(0, len(body), size):
+        stream.feed(body[at:at + size])
+    found = stream.result(body)
+    assert found == (text, hot_lines(text, Lines(text), machine))
+    assert stream.result(body + b"+more\n") is None  # not what was fed: the patch pass finds its lines itself
+    fast, given = Redactor(**MACHINE), Redactor(**MACHINE)
+    assert given.lines(text, found[1]) == fast.lines(text) and given.counts == fast.counts
+    every = Redactor(extra_patterns=[NEVER], **MACHINE)
+    assert every.lines(text) == fast.lines(text)
+
+
+def test_assignments_searched_from_the_word_of_a_trigger_are_those_searched_everywhere(monkeypatch) -> None:
+    # mask_assignments tries its expression only from the word holding the next trigger word: the same masks,
+    # counts and remembered values as trying it at every offset, on every planted line and look-alike.
+    from relaxrepro.manifest.redact import assignments
+
+    lines = [line for _, line, _ in PLANTED] + list(LOOK_ALIKES) + [
+        "x = 1; --db-password=a1b2c3d4 and API_KEY: 'k-9f8e7d6c' then token x9y8z7w6v5u4t3s2r1q0",
+        "a.b-c_token=v1 -pass=Zz9!xx secret_key=\"q1w2e3r4\" url=https://u:p4ss@h.example.com",
+        "setdefault(\"HF_TOKEN\", \"hf_x1y2z3\") ; os.environ[\"DB_PASSWORD\"] = os.environ[\"X\"]",
+        "name = 'Ünïcödé' api_key=%s" % password("patches/assign-uni"), "\u212aEY=%s" % password("patches/kelvin2"),
+    ]
+    fast = Redactor(**MACHINE)
+    got = [fast.text(line) for line in lines]
+    monkeypatch.setattr(assignments, "_word_of_trigger", lambda low, pos: pos)
+    every = Redactor(**MACHINE)
+    assert got == [every.text(line) for line in lines]
+    assert fast.counts == every.counts and fast._secrets == every._secrets

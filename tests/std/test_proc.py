@@ -171,3 +171,29 @@ def test_after_a_final_end_all_nothing_starts(tmp_path):
             "print(r.rc, r.error, repr(r.stdout))\n")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.stdout == "None not started: relaxrepro is ending ''\n", res.stderr
+
+
+def test_on_stdout_is_given_what_is_kept_in_order():
+    pieces = []
+    code = "import sys\nfor i in range(3000): sys.stdout.write('line %d\\n' % i); sys.stdout.flush()"
+    res = proc.run([sys.executable, "-c", code], timeout=30, text=False, on_stdout=pieces.append)
+    assert res.ok and b"".join(pieces) == res.stdout and res.stdout.endswith(b"line 2999\n")
+
+
+def test_on_stdout_of_a_flood_stops_at_the_limit():
+    pieces = []
+    res = proc.run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 100000)"], timeout=30,
+                   text=False, max_output=1000, on_stdout=pieces.append)
+    assert res.truncated and b"".join(pieces) == res.stdout == b"x" * 1000
+
+
+def test_on_stdout_that_raises_is_dropped_and_the_output_kept_whole():
+    calls = []
+
+    def broken(piece: bytes) -> None:
+        calls.append(piece)
+        raise ValueError("a bug in the caller's work")
+
+    code = "import sys\nfor i in range(3000): sys.stdout.write('line %d\\n' % i); sys.stdout.flush()"
+    res = proc.run([sys.executable, "-c", code], timeout=30, text=False, on_stdout=broken)
+    assert res.ok and len(calls) == 1 and res.stdout.count(b"\n") == 3000

@@ -16,6 +16,7 @@ import os
 import re
 
 from ...manifest.redact import strip_credentials
+from ...manifest.redact.prefilter import Stream
 from ...std import proc
 from ...std.deadline import Running, call_all, start
 from ...std.files import read_regular
@@ -259,10 +260,13 @@ class _Git:
         self.ctx, self.top, self.deadline = ctx, top, deadline
         self.env = git_env(ctx.env)
 
-    def __call__(self, *args: str) -> Any:
+    def __call__(self, *args: str, on_stdout: Optional[Callable[[bytes], None]] = None) -> Any:
         left = self.deadline - self.ctx.clock()
+        if on_stdout is None:
+            return self.ctx.run(git_argv(self.top, *args), timeout=max(left, 0.0), env=self.env, cwd=self.top,
+                                text=False)
         return self.ctx.run(git_argv(self.top, *args), timeout=max(left, 0.0), env=self.env, cwd=self.top,
-                            text=False)
+                            text=False, on_stdout=on_stdout)
 
 
 def parallel(tasks: List[Callable[[], Any]], deadline: float, clock: Callable[[], float]) -> List[Any]:
@@ -341,8 +345,14 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     if own_changes or untracked:
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
+            needles = getattr(redactor, "needles", None)
+            machine = needles() if callable(needles) else None
+            stream = Stream(machine) if machine is not None else None
             parts.body, parts.incomplete_reason, parts.incomplete = tracked_patch(run, base, own_changes, deadline,
-                                                                                  ctx.clock)
+                                                                                  ctx.clock, stream)
+            scanned = stream.result(parts.body) if stream is not None and parts.body else None
+            if scanned is not None and machine is not None:
+                parts.scanned = (len(parts.body), scanned[0], scanned[1], machine)
             if parts.incomplete:
                 warnings.append("%s: uncommitted changes not fully recorded (%s: %s)" % (
                     found.name, parts.incomplete_reason, parts.incomplete))
@@ -362,7 +372,8 @@ _MAX_PATHSPEC = 2000
 
 
 def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline: float,
-                  clock: Callable[[], float]) -> Tuple[bytes, Optional[str], Optional[str]]:
+                  clock: Callable[[], float], stream: Optional[Stream] = None
+                  ) -> Tuple[bytes, Optional[str], Optional[str]]:
     """The staged then the unstaged change, as one input ``git apply`` restores in order.
 
     ``git status`` already stat()ed every file; ``git diff HEAD`` would do it again (and, limited to
@@ -373,17 +384,23 @@ def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline:
 
     Returns (patch, None, None), or (b"", reason, why) when it could not be taken whole: reason is
     ``timeout`` (git diff ran out of the budget), ``size`` (over the capture limit) or ``error``.
+    ``stream``: fed the patch as git prints it, when it is one git command's output (the usual case: no staged
+    change), so that its hot lines are found meanwhile (:class:`~relaxrepro.manifest.redact.prefilter.Stream`).
     """
+    feed = stream.feed if stream is not None else None
     if any(c["xy"] in ("DD", "AU", "UD", "UA", "DU", "AA", "UU") for c in changed):
-        jobs = [lambda: run("diff", *_DIFF_OPTS, base, "--")]
+        jobs = [lambda: run("diff", *_DIFF_OPTS, base, "--", on_stdout=feed)]
     else:
         unstaged = [os.fsdecode(c["path"]) for c in changed if c["xy"][1:] != "."]
         jobs = []
-        if any(c["xy"][:1] != "." for c in changed):
-            jobs.append(lambda: run("diff-index", "--cached", "-p", *_DIFF_OPTS, base, "--"))
+        staged = any(c["xy"][:1] != "." for c in changed)
+        if staged:
+            jobs.append(lambda: run("diff-index", "--cached", "-p", *_DIFF_OPTS, base, "--",
+                                    on_stdout=None if unstaged else feed))
         if unstaged:
             spec = ["--", *unstaged] if len(unstaged) <= _MAX_PATHSPEC else ["--"]
-            jobs.append(lambda: run("--literal-pathspecs", "diff-files", "-p", *_DIFF_OPTS, *spec))
+            jobs.append(lambda: run("--literal-pathspecs", "diff-files", "-p", *_DIFF_OPTS, *spec,
+                                    on_stdout=None if staged else feed))
     body = b""
     for res in parallel(jobs, deadline, clock):
         if res is None or getattr(res, "timed_out", False):

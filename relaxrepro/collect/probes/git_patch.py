@@ -9,6 +9,7 @@ import os
 import re
 import stat
 
+from ...manifest.redact.prefilter import Lines, hot_lines
 from ...std.files import read_regular
 from ...std.records import Factory, Record
 
@@ -65,11 +66,12 @@ def new_file_patch(path: bytes, content: bytes, mode: str = "100644") -> bytes:
     return b"".join(out)
 
 
-def redact_lines(redactor: Any, text: str) -> Tuple[str, List[int]]:
-    """``Redactor.lines`` when the redactor has it; else the same contract line by line."""
+def redact_lines(redactor: Any, text: str, hot: Optional[List[int]] = None) -> Tuple[str, List[int]]:
+    """``Redactor.lines`` when the redactor has it; else the same contract line by line. ``hot``: the lines
+    :class:`~relaxrepro.manifest.redact.prefilter.Stream` found for the redactor's needles."""
     fn = getattr(redactor, "lines", None)
     if callable(fn):
-        out, changed = fn(text)
+        out, changed = fn(text) if hot is None else fn(text, hot)
         return out, sorted(int(n) for n in changed)
     lines = text.split("\n")
     changed = []
@@ -96,6 +98,10 @@ class PatchParts(Record):
     """Why the tracked changes are missing from ``body`` (one line), None when it is all there."""
     incomplete_reason: Optional[str] = None
     """``timeout``, ``size`` or ``error``: the short form of :attr:`incomplete`."""
+    scanned: Optional[Tuple[int, str, List[int], List[str]]] = None
+    """The first bytes of ``body`` decoded and their hot lines found while git printed them (how many bytes,
+    their text, the hot lines, the needles looked for: :class:`~relaxrepro.manifest.redact.prefilter.Stream`),
+    None when not."""
 
 
 _OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
@@ -167,7 +173,8 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     import hashlib  # only for a dirty repository: OpenSSL's ~4 ms stays off a clean run
 
     original = parts.body
-    text, changed = redact_lines(redactor, original.decode("utf-8", "surrogateescape"))
+    text, hot = _text_and_hot(parts, redactor)
+    text, changed = redact_lines(redactor, text, hot)
     try:
         stored = text.encode("utf-8")  # strict: a text with no escaped byte is its own UTF-8 (3.5 MB: ~5 ms less)
         inline: Optional[str] = text
@@ -205,3 +212,22 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
         rec["incomplete_reason"] = parts.incomplete_reason or "error"
         del rec["sha256"]
     return rec, original
+
+
+def _text_and_hot(parts: PatchParts, redactor: Any) -> Tuple[str, Optional[List[int]]]:
+    """The text of ``parts.body`` and its hot lines when its tracked part was scanned as git printed it, for the
+    needles ``redactor`` has (the untracked files' hunks after it, each from its own header, are scanned here);
+    else (the text, None): the patch pass finds them."""
+    body = parts.body
+    scanned = parts.scanned
+    needles = getattr(redactor, "needles", None)
+    machine = needles() if callable(needles) else None
+    if scanned is None or machine is None or scanned[3] != machine or len(body) < scanned[0] or (
+            scanned[0] and body[scanned[0] - 1:scanned[0]] != b"\n"):
+        return body.decode("utf-8", "surrogateescape"), None
+    size, head, hot, _machine = scanned
+    if size == len(body):
+        return head, hot
+    rest = body[size:].decode("utf-8", "surrogateescape")
+    more = hot_lines(rest, Lines(rest), machine) or []
+    return head + rest, hot + [len(head) + at for at in more]

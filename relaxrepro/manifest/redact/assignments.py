@@ -114,11 +114,34 @@ def file_mode(header: str) -> Optional[str]:
 _FILE_NAME_RE = LazyPattern(r"(?i)\.(?:ya?ml|json|toml|txt|py|cfg|ini|conf|md|csv|log|sh)$")
 
 
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _word_of_trigger(low: str, pos: int) -> int:
+    """Where the run of name characters holding the first trigger word at or after ``pos`` of the lower-cased
+    ASCII ``low`` starts (not before ``pos``); -1 when there is none."""
+    t = TRIGGER_LOW_RE.search(low, pos)
+    if t is None:
+        return -1
+    a = t.start()
+    while a > pos and low[a - 1] in _NAME_CHARS:
+        a -= 1
+    return a
+
+
 def mask_assignments(red: Rules, s: str, mode: Optional[str] = None) -> str:
     """Mask the values of ``name=value`` pairs whose name says what the value is."""
     out: List[str] = []
     last = pos = 0
+    # A name holds a trigger word, so no match starts before the word of the next one: the expression, which
+    # has no literal to skip to, is tried from there (a line of code: ~3 us a search -> ~1). An ASCII text only,
+    # where lower-casing keeps every offset and (?i) folds nothing else into a trigger word.
+    low = s.lower() if s.isascii() else None
     while True:
+        if low is not None:
+            pos = _word_of_trigger(low, pos)
+            if pos < 0:
+                break
         m = _ASSIGN_RE.search(s, pos)
         if m is None:
             break

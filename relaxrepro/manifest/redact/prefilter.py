@@ -322,3 +322,57 @@ def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Opti
                 hot.add(s)
                 s = lines.end(s)
     return sorted(hot)
+
+
+_HEADER = b"\ndiff --git "
+
+
+class Stream:
+    """:func:`hot_lines` of a patch taken as git prints it (:meth:`feed`, given to ``proc.run``'s ``on_stdout``):
+    each run of whole files (up to the last ``diff --git `` header seen) is decoded and scanned while git writes
+    the next, so that the scan overlaps git's diff instead of following it (3.5 MB: ~80 ms of scanning beside
+    ~45 ms of git). Each file's lines are hot or not by what the file holds, never by what is around it, so the
+    parts' hot lines, shifted, are the whole text's; an ASCII header between two parts is never inside a UTF-8
+    character, so the parts' texts joined are the whole one's."""
+
+    def __init__(self, machine: Iterable[str]) -> None:
+        self.machine = list(machine)
+        self.size = 0  # bytes fed
+        self._tail = bytearray()  # fed, not yet scanned: the file still being printed
+        self._texts: List[str] = []
+        self._hot: List[int] = []
+        self._chars = 0
+        self.failed = False
+
+    def feed(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.failed:
+            return
+        seen = len(self._tail)
+        self._tail += chunk
+        cut = self._tail.rfind(_HEADER, max(seen - len(_HEADER), 0))
+        if cut >= 0:
+            self._scan(bytes(self._tail[:cut + 1]))
+            del self._tail[:cut + 1]
+
+    def _scan(self, data: bytes) -> None:
+        try:
+            text = data.decode("utf-8", "surrogateescape")
+            found = hot_lines(text, Lines(text), self.machine) or []
+        except Exception:  # the patch pass scans the whole text itself
+            self.failed = True
+            return
+        self._hot += [self._chars + at for at in found]
+        self._texts.append(text)
+        self._chars += len(text)
+
+    def result(self, body: bytes) -> Optional[Tuple[str, List[int]]]:
+        """(the text of ``body``, its hot lines) when ``body`` is what was fed, else None."""
+        if self.failed or self.size != len(body):
+            return None
+        if self._tail:
+            self._scan(bytes(self._tail))
+            self._tail = bytearray()
+            if self.failed:
+                return None
+        return "".join(self._texts), self._hot

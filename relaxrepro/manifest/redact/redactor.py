@@ -403,15 +403,17 @@ class Redactor:
             found.append(self._user)
         return [p.lower() for p in found]
 
-    def lines(self, text: str) -> Tuple[str, List[int]]:
+    def lines(self, text: str, hot: Optional[List[int]] = None) -> Tuple[str, List[int]]:
         """Redact a patch line by line.
 
         Returns the text and the 1-based numbers of the lines that changed; the line count is kept, so
         a patch stays a patch. A PEM private key spanning lines is masked on every line it covers, so is a
         secret's YAML block scalar (``password: |``); a command continued with backslashes is read whole;
-        each file's values are read as its kind writes them (``.env``, ``.netrc``, ``.pgpass``).
+        each file's values are read as its kind writes them (``.env``, ``.netrc``, ``.pgpass``). ``hot``: where
+        the lines that hold what a rule looks for start, when already found for :meth:`needles`
+        (:class:`~.prefilter.Stream`).
         """
-        out, changed = redact_lines(self, text)
+        out, changed = redact_lines(self, text, hot)
         if isinstance(out, str) and len(self._patches) < 64:
             self._patches.add(out)
         return out, changed

@@ -599,3 +599,32 @@ def test_an_aborted_merge_leaves_no_operation(tmp_path):
     _stopped(repo, "merge", "side")
     git(repo, "merge", "--abort")
     assert "operation" not in only(probe_doc(tmp_path, repo))
+
+
+@pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged-and-unstaged"])
+def test_a_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(tmp_path, repo, monkeypatch, staged):
+    # The hot lines found while git diff runs (prefilter.Stream) give the record a scan of the whole body gives:
+    # tracked files of several kinds, then untracked ones embedded after them.
+    from relaxrepro.collect.probes import git as git_probe
+
+    pw = "Tr0ub4dor&3-patches"
+    for k in range(30):
+        (repo / ("m%02d.py" % k)).write_text("".join("x_%d = %d  # line\n" % (i, i) for i in range(400)))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "many")
+    for k in range(30):
+        (repo / ("m%02d.py" % k)).write_text("db_password = '%s'\nHOST = 'gpu-1.internal'\nnote = 'Ünï'\n" % pw
+                                             + "".join("y_%d = %d\n" % (i, i) for i in range(400)))
+    (repo / ".env").write_text("API_TOKEN=%s\n" % pw)
+    (repo / "new.sh").write_text("curl -u bob:%s \\\n  https://x.example.com\n" % pw)
+    if staged:
+        git(repo, "add", "m00.py")
+    fed = []
+    monkeypatch.setattr(git_probe.Stream, "feed", lambda self, chunk, _f=git_probe.Stream.feed: (
+        fed.append(len(chunk)), _f(self, chunk))[1])
+    streamed = only(probe_doc(tmp_path, repo))
+    assert bool(fed) is not staged  # a staged change and an unstaged one: two outputs, scanned whole after
+    monkeypatch.setattr(git_probe.Stream, "result", lambda self, body: None)
+    whole = only(probe_doc(tmp_path, repo))
+    assert streamed["patch"] == whole["patch"] and pw not in json.dumps(streamed)
+    assert "new.sh" in streamed["patch"]["files"]
