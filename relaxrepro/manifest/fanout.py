@@ -10,9 +10,9 @@ batch, not by the tree. A child that fails (killed, out of memory) leaves its
 batches to the parent, read in process as before. No child outlives :func:`rows`: they are reaped when it
 ends, and killed first when it ends early.
 
-The parent takes the batches in a thread of its own (:func:`_take`), up to :data:`AHEAD` of them ahead of its
-caller: the caller writes a database a chunk of rows at a time (the GIL released in SQLite's steps), and a
-child that waited for those writes to end before its next batch was sent idled ~40% of a cold build.
+The parent takes the batches' bytes in a thread of its own (:func:`_take`), up to :data:`AHEAD` of them ahead
+of its caller: the caller writes a database a chunk of rows at a time, and a child that waited for those writes
+to end before its next batch was taken idled ~40% of a cold build.
 
 Only where it pays and is safe: ``fork`` (not Windows), more than one core for us, one thread in the process
 (a fork with threads running can deadlock in the child), and at least :data:`MIN_FILES` files.
@@ -87,14 +87,18 @@ def rows(paths: Callable[[], Iterable[str]], count: int, card: Optional[Card] = 
                 kid.end()
             kids = [_Child(0, None)] * n
         # Started after the forks: a fork with a thread running can deadlock in the child.
-        taker = deadline.start(lambda: _take(paths, kids, card, ahead, stop), name="relaxrepro-fanout").thread
+        taker = deadline.start(lambda: _take(paths, kids, ahead, stop), name="relaxrepro-fanout").thread
         while True:
             got = ahead.get()
             if got is None:
                 break
             if isinstance(got, BaseException):
                 raise got
-            yield from got
+            batch, data = got
+            done = _decoded(data, len(batch)) if data is not None else None
+            if done is None:  # the child failed (or sent what does not load): the batch is read here
+                done = [read_row(path, facts=True, card=card) for path in batch]
+            yield from done
     finally:
         if taker is not None and taker.is_alive():  # ended early: the taker may wait on a child or on the queue
             stop.set()
@@ -111,11 +115,13 @@ def rows(paths: Callable[[], Iterable[str]], count: int, card: Optional[Card] = 
             kid.end()
 
 
-def _take(paths: Callable[[], Iterable[str]], kids: List[_Child], card: Optional[Card], ahead: queue.Queue,
-          stop: threading.Event) -> None:
-    """The parent's thread: each batch in order from its child (read here when the child failed) onto
-    ``ahead``, then None; an error instead, when one is raised here. Ends early, doing nothing more, once
-    ``stop`` is set."""
+def _take(paths: Callable[[], Iterable[str]], kids: List[_Child], ahead: queue.Queue, stop: threading.Event
+          ) -> None:
+    """The parent's thread: each batch's paths and the bytes its child sent (None: the child failed, the batch
+    is to be read in process) in order onto ``ahead``, then None; an error instead, when one is raised here.
+    Ends early, doing nothing more, once ``stop`` is set. It only waits on pipes and copies bytes: the rows
+    are loaded by the caller's thread, so this one seldom wants the GIL while the caller's SQLite steps have
+    let it go (a thread that unpickled here made the writes wait for it, ~5 ms a time)."""
     try:
         todo = iter(paths())
         n = len(kids)
@@ -123,15 +129,29 @@ def _take(paths: Callable[[], Iterable[str]], kids: List[_Child], card: Optional
             batch = list(itertools.islice(todo, BATCH))
             if not batch:
                 break
-            got = kids[b % n].receive(len(batch))
+            data = kids[b % n].receive()
             if stop.is_set():
                 return
-            if got is None:  # the child failed: this batch and its next ones are read here
-                got = [read_row(path, facts=True, card=card) for path in batch]
-            _put(ahead, got, stop)
+            _put(ahead, (batch, data), stop)
         _put(ahead, None, stop)
     except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
         _put(ahead, exc, stop)
+
+
+def _decoded(data: bytes, count: int) -> Optional[List[Read]]:
+    """The ``count`` rows a child sent as ``data``, or None when it does not load as that."""
+    try:
+        got = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - whatever a broken child wrote: the batch is read in process
+        return None
+    if not isinstance(got, list) or len(got) != count:
+        return None
+    out = []
+    for values, terms, card, pkgs in got:
+        row = Row(*values)
+        row.terms, row.card = terms, card
+        out.append((row, pkgs))
+    return out
 
 
 def _put(ahead: queue.Queue, item: Any, stop: threading.Event) -> None:
@@ -150,25 +170,20 @@ class _Child:
         self.pid = pid
         self.out: Optional[BinaryIO] = out
 
-    def receive(self, count: int) -> Optional[List[Read]]:
-        """The child's next batch (``count`` rows), or None when it sent none: it failed, and reads no more."""
+    def receive(self) -> Optional[bytes]:
+        """The bytes of the child's next batch, or None when it sent none whole: it failed, and reads no more."""
         if self.out is None:
             return None
         try:
             head = self.out.read(_HEADER.size)
-            data = self.out.read(_HEADER.unpack(head)[0]) if len(head) == _HEADER.size else b""
-            got = pickle.loads(data) if data else None
+            size = _HEADER.unpack(head)[0] if len(head) == _HEADER.size else 0
+            data = self.out.read(size) if size else b""
         except Exception:  # noqa: BLE001 - a child that died mid-batch: read it here
-            got = None
-        if got is None or len(got) != count:
+            data = b""
+        if not data or len(data) != size:
             self.end()
             return None
-        out = []
-        for values, terms, card, pkgs in got:
-            row = Row(*values)
-            row.terms, row.card = terms, card
-            out.append((row, pkgs))
-        return out
+        return data
 
     def kill(self) -> None:
         """Kill it if it still runs (reaped by :meth:`end`)."""
