@@ -4,6 +4,8 @@ whatever a child does; no child outlives the read."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
@@ -52,6 +54,7 @@ def _shown(got):
 
 def _no_children():
     assert _FORKED, "the read forked no child"
+    assert not [t for t in threading.enumerate() if t.name == "relaxrepro-fanout"], "the batch taker outlived the read"
     for pid in _FORKED:
         with pytest.raises(ChildProcessError):  # reaped: no longer a child of ours
             os.waitpid(pid, os.WNOHANG)
@@ -70,13 +73,13 @@ def test_a_child_that_fails_leaves_its_batches_to_the_parent(tmp_path, forked, m
     want = _shown(read_row(p, facts=True) for p in paths)
     serve = fanout._serve
 
-    def failing(paths_, k, n, out):
+    def failing(paths_, k, n, out, card):
         if k == 1:
             os._exit(3)  # killed, out of memory: it sends nothing
         if k == 2:
             out.write(b"\x05\x00\x00\x00\x00\x00\x00\x00garb")  # a batch cut short
             return
-        serve(paths_, k, n, out)
+        serve(paths_, k, n, out, card)
 
     monkeypatch.setattr(fanout, "_serve", failing)
     assert _shown(fanout.rows(lambda: iter(paths), len(paths))) == want
@@ -87,6 +90,16 @@ def test_no_child_outlives_a_read_stopped_early(tmp_path, forked):
     paths = _paths(_tree(tmp_path))
     got = fanout.rows(lambda: iter(paths), len(paths))
     next(got)
+    got.close()
+    _no_children()
+
+
+def test_a_read_stopped_early_with_the_taker_waiting_on_a_full_queue_ends(tmp_path, forked, monkeypatch):
+    monkeypatch.setattr(fanout, "AHEAD", 1)
+    paths = _paths(_tree(tmp_path))
+    got = fanout.rows(lambda: iter(paths), len(paths))
+    next(got)
+    time.sleep(0.3)  # the children and the taker run ahead until the queue is full
     got.close()
     _no_children()
 
