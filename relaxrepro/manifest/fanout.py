@@ -24,7 +24,6 @@ import gc
 import itertools
 import os
 import pickle
-import queue
 import signal
 import struct
 import threading
@@ -34,6 +33,7 @@ from .runrow import Row, read_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
+    import queue
     from typing import Any, BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
     from .runrow import Card
@@ -74,6 +74,8 @@ def rows(paths: Callable[[], Iterable[str]], count: int, card: Optional[Card] = 
         for path in paths():
             yield read_row(path, facts=True, card=card)
         return
+    import queue  # lazy: ~1 ms (queue, heapq) that a listing which forks no reader never uses
+
     kids: List[_Child] = []
     ahead: queue.Queue = queue.Queue(AHEAD)
     stop = threading.Event()
@@ -155,6 +157,8 @@ def _decoded(data: bytes, count: int) -> Optional[List[Read]]:
 
 
 def _put(ahead: queue.Queue, item: Any, stop: threading.Event) -> None:
+    import queue  # loaded by rows() already
+
     while not stop.is_set():
         try:
             ahead.put(item, timeout=0.1)
