@@ -63,8 +63,12 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
     from .treesig import Walked
 
 """Rows per write transaction: other processes' writes interleave with a long build."""
-KEPT = 4
-"""Answers kept per tree (an ``ls`` of 100,000 runs is ~15 MB): the table, --json and a query or two."""
+KEPT = 16
+"""Answers kept per tree, the newest first, as long as they also fit in :data:`KEPT_BYTES`."""
+KEPT_BYTES = 64 << 20
+"""The kept answers' size (the newest is kept whatever its size): an ``ls`` of 100,000 runs is ~15 MB, a query
+that matches a few runs a few KB, so a team's rotation of queries (the bench asks six) does not push out the
+table, which costs ~2x the walk to make again at that size."""
 _LAZY = {"cells": "''", "doc_json": "NULL", "facts_json": "NULL"}
 """What a SELECT reads for each field a caller may leave out (see :func:`listing`'s ``want``)."""
 
@@ -321,9 +325,15 @@ class Source(Record):
             conn.execute("DELETE FROM outputs WHERE tree != ?", (tree,))
             conn.execute("INSERT OR REPLACE INTO outputs VALUES (?, ?, ?, ?)",
                          (key, tree, meta, body) if asked else (key, tree, None, None))
-            for kept, most in (("NOT NULL", KEPT), ("NULL", 64)):
-                conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS %s "
-                             "ORDER BY rowid DESC LIMIT -1 OFFSET ?)" % kept, (most,))
+            conn.execute("DELETE FROM outputs WHERE key IN (SELECT key FROM outputs WHERE body IS NULL "
+                         "ORDER BY rowid DESC LIMIT -1 OFFSET 64)")
+            total, drop = 0, []
+            for i, (old, size) in enumerate(conn.execute(
+                    "SELECT key, length(body) FROM outputs WHERE body IS NOT NULL ORDER BY rowid DESC")):
+                total += size
+                if i >= KEPT or (i and total > KEPT_BYTES):
+                    drop.append((old,))
+            conn.executemany("DELETE FROM outputs WHERE key = ?", drop)
         _cache_write(self.parts[0].conn, write)
 
     def cards(self) -> Dict[str, str]:

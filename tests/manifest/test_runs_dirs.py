@@ -137,3 +137,4 @@ def test_a_check_that_is_not_files_or_dirs_is_refused(runs_dir):
     assert str(err.value) == ("relaxrepro.runs: check='dirs' keeps what the run index read; use_index=False reads "
                               "every manifest at every call")
     assert not (runs_dir.parent / "cache").exists()
+
