@@ -151,9 +151,11 @@ def collapse_copies(items: List[Any], key: Any) -> Tuple[List[Any], Dict[int, Tu
     the first of its copies stood; {id(item): (its kind, the others as ``{"path", "kind"}``)} for those that
     have copies). ``key``: an item's (run id, path). Two files of a run that are both its own manifest are two
     runs that share an id, and stay two rows."""
+    run_ids = [key(item)[0] for item in items]
+    if len(set(run_ids)) == len(run_ids):  # no two items share a run id (nor lack one): no copies
+        return list(items), {}
     groups: Dict[str, List[Any]] = {}
-    for item in items:
-        run_id = key(item)[0]
+    for item, run_id in zip(items, run_ids):
         if run_id:
             groups.setdefault(run_id, []).append(item)
     chosen: Dict[int, Any] = {}
