@@ -23,7 +23,7 @@ from ...std.files import read_regular
 from .. import gitfs, interpreter, repos
 from ..context import Context
 from ..runner import Outcome
-from .git_patch import PatchParts, embed_untracked, patch_record, show
+from .git_patch import PatchParts, embed_untracked, needles_of, patch_record, show
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -262,9 +262,6 @@ class _Git:
 
     def __call__(self, *args: str, on_stdout: Optional[Callable[[bytes], None]] = None) -> Any:
         left = self.deadline - self.ctx.clock()
-        if on_stdout is None:
-            return self.ctx.run(git_argv(self.top, *args), timeout=max(left, 0.0), env=self.env, cwd=self.top,
-                                text=False)
         return self.ctx.run(git_argv(self.top, *args), timeout=max(left, 0.0), env=self.env, cwd=self.top,
                             text=False, on_stdout=on_stdout)
 
@@ -345,14 +342,13 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     if own_changes or untracked:
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
-            needles = getattr(redactor, "needles", None)
-            machine = needles() if callable(needles) else None
+            machine = needles_of(redactor)
             stream = Stream(machine) if machine is not None else None
             parts.body, parts.incomplete_reason, parts.incomplete = tracked_patch(run, base, own_changes, deadline,
                                                                                   ctx.clock, stream)
             scanned = stream.result(parts.body) if stream is not None and parts.body else None
-            if scanned is not None and machine is not None:
-                parts.scanned = (len(parts.body), scanned[0], scanned[1], machine)
+            if scanned is not None:
+                parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine)
             if parts.incomplete:
                 warnings.append("%s: uncommitted changes not fully recorded (%s: %s)" % (
                     found.name, parts.incomplete_reason, parts.incomplete))

@@ -66,6 +66,12 @@ def new_file_patch(path: bytes, content: bytes, mode: str = "100644") -> bytes:
     return b"".join(out)
 
 
+def needles_of(redactor: Any) -> Optional[List[str]]:
+    """What the patch pass of ``redactor`` looks for (``Redactor.needles``), None when it has no such pass."""
+    needles = getattr(redactor, "needles", None)
+    return needles() if callable(needles) else None
+
+
 def redact_lines(redactor: Any, text: str, hot: Optional[List[int]] = None) -> Tuple[str, List[int]]:
     """``Redactor.lines`` when the redactor has it; else the same contract line by line. ``hot``: the lines
     :class:`~relaxrepro.manifest.redact.prefilter.Stream` found for the redactor's needles."""
@@ -220,8 +226,7 @@ def _text_and_hot(parts: PatchParts, redactor: Any) -> Tuple[str, Optional[List[
     else (the text, None): the patch pass finds them."""
     body = parts.body
     scanned = parts.scanned
-    needles = getattr(redactor, "needles", None)
-    machine = needles() if callable(needles) else None
+    machine = needles_of(redactor)
     if scanned is None or machine is None or scanned[3] != machine or len(body) < scanned[0] or (
             scanned[0] and body[scanned[0] - 1:scanned[0]] != b"\n"):
         return body.decode("utf-8", "surrogateescape"), None
