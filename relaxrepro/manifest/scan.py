@@ -25,6 +25,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+    Listing = Callable[..., Tuple[List[str], List[str], List[Any]]]
+    """Lists one directory: (its subdirectories to walk, its manifests' names, their keys)."""
+
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "wandb"})
 
 _CHECKPOINT_DIR = re.compile(r"^(iter_\d+|global_step\d+|checkpoint-\d+|step_\d+|mp_rank_\d+(_\d+)*)$")
@@ -130,30 +133,35 @@ def walk_root(root: str, walk: Walk) -> Iterator[str]:
             yield os.path.join(d, name)
 
 
-def walk_dirs(root: str, walk: Walk, *, key: Optional[Callable[[int, int, int], Any]] = None
+def walk_dirs(root: str, walk: Walk, *, key: Optional[Callable[[int, int, int], Any]] = None,
+              listed: Optional[Callable[[str, Listing], Tuple[List[str], List[str], List[Any]]]] = None
               ) -> Iterator[Tuple[str, List[str], List[Any]]]:
     """Each directory below the directory ``root`` that :func:`walk_root` visits, in its order, with the
     names of its manifests sorted (so the walk order is the same on every file system) and, given
     ``key``, ``key(size, mtime_ns, inode)`` of each (None: it vanished), else an empty list.
 
     The keys are taken in the same pass, by name in the open directory: no path lookup, no second loop
-    (100,000 manifests: the run index's check is mostly these ``stat`` calls)."""
+    (100,000 manifests: the run index's check is mostly these ``stat`` calls). ``listed``: what lists a
+    directory instead, ``listed(d, listing)`` where ``listing(d, rule)`` lists it (the listings a caller keeps
+    between walks: :func:`treesig.walk`); each gives (its subdirectories, the names, the keys)."""
     by_fd = key is not None and os.stat in os.supports_dir_fd and os.scandir in os.supports_fd
+
+    def listing(d: str, rule: Any = walk) -> Tuple[List[str], List[str], List[Any]]:
+        subdirs, found = _read_dir(d, rule, key, by_fd)
+        found.sort()
+        if key is None:
+            return subdirs, found, []
+        return subdirs, [n for n, _ in found], [k for _, k in found]
+
     stack = [root]
     while stack:
         d = stack.pop()
-        subdirs, found = read_dir(d, walk, key, by_fd)
-        found.sort()
-        if key is None:
-            yield d, found, []
-        elif found:
-            yield d, [n for n, _ in found], [k for _, k in found]
-        else:
-            yield d, [], []
+        subdirs, names, keys = listing(d) if listed is None else listed(d, listing)
+        yield d, names, keys
         stack.extend(sorted(subdirs, reverse=True))
 
 
-def read_dir(d: str, walk: Walk, key: Optional[Callable[[int, int, int], Any]], by_fd: bool
+def _read_dir(d: str, walk: Walk, key: Optional[Callable[[int, int, int], Any]], by_fd: bool
              ) -> Tuple[List[str], List[Any]]:
     """(the subdirectories of ``d`` to walk, its manifests: names, or (name, key) pairs given ``key``). An
     entry that cannot be looked at is left out; a directory that cannot be read lists what it listed before

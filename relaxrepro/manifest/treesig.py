@@ -9,13 +9,13 @@ import sys
 import time
 
 from ..std.sha import sha256
-from .scan import read_dir, walk_dirs
+from .scan import walk_dirs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+    from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-    from .scan import Walk
+    from .scan import Listing, Walk
 
     Walked = List[Tuple[str, List[str], List[Optional[bytes]]]]
 
@@ -37,7 +37,12 @@ def walk(root: str, rule: Walk, kept: Optional[Dict[str, Any]] = None) -> Walked
     were is not listed again, nor its manifests stat'ed. A manifest added, removed, renamed or replaced there
     (every write of ours replaces) changes the directory; one rewritten in place does not."""
     prefix = os.path.join(root, "")
-    dirs = walk_dirs(root, rule, key=KEY.pack) if kept is None else _walk_kept(root, rule, kept)
+    listed = None
+    if kept is not None:  # it ends up holding the directories of this walk only
+        last = dict(kept)
+        kept.clear()
+        listed = lambda d, listing: _kept_listing(d, listing, root, rule, last, kept)  # noqa: E731
+    dirs = walk_dirs(root, rule, key=KEY.pack, listed=listed)
     return [(d[len(prefix):] if d != root else "", names, keys) for d, names, keys in dirs if names]
 
 
@@ -52,40 +57,30 @@ class _Links:
         self.links.append(link)
 
 
-def _walk_kept(root: str, rule: Walk, kept: Dict[str, Any]) -> Iterator[Tuple[str, List[str], List[Any]]]:
-    """:func:`scan.walk_dirs` with keys, each directory whose stat is unchanged taken from ``kept`` (see
-    :func:`walk`); ``kept`` ends up holding the directories of this walk only."""
-    by_fd = os.stat in os.supports_dir_fd and os.scandir in os.supports_fd
-    last, now_kept = dict(kept), {}
-    stack = [root]
-    while stack:
-        d = stack.pop()
-        try:  # the stat before the listing: a change while it is listed shows at the next walk
-            st = os.stat(d) if d == root else os.lstat(d)  # a root that is a link is followed, as walk_dirs does
-            mark: Optional[Tuple[int, int, int, int]] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-        except OSError:
-            mark = None
-        got = last.get(d)
-        if got is not None and got[0] == mark:
-            now_kept[d] = got
-            _, subdirs, names, keys, links = got
-            for link in links:
-                rule.note(link)
-        else:
-            now = time.time_ns()
-            seen = _Links()
-            subdirs, found = read_dir(d, seen, KEY.pack, by_fd)  # type: ignore[arg-type]
-            for link in seen.links:
-                rule.note(link)
-            found.sort()
-            names, keys = [n for n, _ in found], [k for _, k in found]
-            if mark is not None and now - max(mark[2], mark[3]) > KEPT_AFTER_NS and None not in keys and all(
-                    now - KEY.unpack(k)[1] > KEPT_AFTER_NS for k in keys):
-                now_kept[d] = (mark, subdirs, names, keys, seen.links)
-        yield d, names, keys
-        stack.extend(sorted(subdirs, reverse=True))
-    kept.clear()
-    kept.update(now_kept)
+def _kept_listing(d: str, listing: Listing, root: str, rule: Walk, last: Dict[str, Any], kept: Dict[str, Any]
+                  ) -> Tuple[List[str], List[str], List[bytes]]:
+    """The directory ``d`` as ``listing`` lists it, or as ``last`` holds it when its stat is unchanged (see
+    :func:`walk`); kept in ``kept`` when it may be taken from there next time."""
+    try:  # the stat before the listing: a change while it is listed shows at the next walk
+        st = os.stat(d) if d == root else os.lstat(d)  # a root that is a link is followed, as walk_dirs does
+        mark: Optional[Tuple[int, int, int, int]] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    except OSError:
+        mark = None
+    got = last.get(d)
+    if got is not None and got[0] == mark:
+        kept[d] = got
+        for link in got[4]:
+            rule.note(link)
+        return got[1], got[2], got[3]
+    now = time.time_ns()
+    seen = _Links()
+    subdirs, names, keys = listing(d, seen)
+    for link in seen.links:
+        rule.note(link)
+    if mark is not None and now - max(mark[2], mark[3]) > KEPT_AFTER_NS and None not in keys and all(
+            now - KEY.unpack(k)[1] > KEPT_AFTER_NS for k in keys):
+        kept[d] = (mark, subdirs, names, keys, seen.links)
+    return subdirs, names, keys
 
 
 def signature(names: Sequence[str], keys: Sequence[bytes]) -> bytes:
