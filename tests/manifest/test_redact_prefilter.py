@@ -12,7 +12,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from relaxrepro.manifest.redact import Redactor, redact_document
-from relaxrepro.manifest.redact.prefilter import Lines, Stream, _needles, hot_lines
+from relaxrepro.manifest.redact.prefilter import Lines, Stream, _needles, _occurrences, hot_lines
 from tests.manifest.test_redact_leaks import LOOK_ALIKES
 from tests.manifest.test_redact_patches import MACHINE, NEVER, PLANTED, _files_patch, _patch
 
@@ -107,3 +107,17 @@ def test_the_stdlib_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(si
     for at in range(0, len(body), size):
         stream.feed(body[at:at + size])
     assert stream.result(body) == (text, hot_lines(text, Lines(text), machine))
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_a_needle_of_common_letters_is_found_wherever_str_find_finds_it(name: str) -> None:
+    low = _low(CORPUS[name]) + " sasas rarar addraddr nodenode secretsecret credcred dsndsn ssas aadd"
+    _rare, common = _needles(sorted(set(Redactor(**MACHINE).needles())))
+    assert {needle for needle, *_ in common} >= {"secret", "cred", "sas", "dsn", "addr", "node", "rar"}
+    for needle, finder, back, _after, _kind in common:
+        expected = []
+        at = low.find(needle)
+        while at >= 0:
+            expected.append(at)
+            at = low.find(needle, at + 1)
+        assert list(_occurrences(low, finder, back)) == expected and expected
