@@ -104,17 +104,18 @@ _OUTRIGHT, _WORD, _FLAG_NAME = range(3)
 ``b``: only on a .netrc line); a flag's name (judged)."""
 
 
-def _branches(needles: Sequence[Tuple[str, str, int]]) -> List[str]:
+def _branches(needles: Sequence[Tuple[str, str, int]], together: bool = False) -> List[str]:
     """The expressions for ``(needle, what must follow it, what a hit is)``: one per anchor character, each
     needle anchored on its rarest character; the hit of a name to judge ends in an empty group named ``s<k>``
     (``b<k>``: a trigger word followed by a word after blanks, see ``_BLANK``).
     Each expression starts with its anchor, a literal the engine skips to in a tight loop (~0.3 ns a character;
     one expression with a branch per anchor starts with a class, which it tests at every character, ~3.5 ns);
-    where it stops, what it tries must fail fast: the rest of a needle is matched (consumed: it holds no anchor,
-    so no stop is lost) where the engine skips an alternative on its first character, and the needles that
-    look behind the anchor are tried only behind one of their characters. The hits of the expressions together
-    are those of their alternation: a position is tried by the one expression of its character, and no hit
-    consumes a character another one stops at."""
+    where it stops, what it tries must fail fast: the rest of a needle is matched (consumed: it holds no other
+    stop of its expression, so none is lost) where the engine skips an alternative on its first character, and
+    the needles that look behind the anchor are tried only behind one of their characters. ``together``: for
+    one alternation of them, where a needle's rest is consumed only when it holds no anchor of any of them; the
+    hits of the expressions apart are those of their alternation together, at the same places with the same
+    groups (a position is tried by the one expression of its character)."""
     rank = {c: k for k, c in enumerate(_RARITY)}
     rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _kind in needles]
     used: Dict[str, int] = {}
@@ -136,7 +137,7 @@ def _branches(needles: Sequence[Tuple[str, str, int]]) -> List[str]:
     for k, ((needle, after, kind), c) in enumerate(zip(needles, chosen)):
         j = needle.index(c)
         rest = needle[j + 1:]
-        consumed = bool(rest) and not stops.intersection(rest)
+        consumed = bool(rest) and not (stops.intersection(rest) if together else c in rest)
         ahead = "" if consumed else re.escape(rest)
         if kind == _WORD:
             tail = "(?=%s%s)" % (ahead, _FOLLOW % (k, k))
@@ -169,23 +170,31 @@ def anchored(literals: Sequence[str]) -> List[str]:
     return _branches([(v, "", _OUTRIGHT) for v in literals])
 
 
+def _listed(machine: Sequence[str]) -> Tuple[List[Tuple[str, str, int]], List[Tuple[str, str, int]]]:
+    """``(needle, what must follow it, what a hit is)`` of every needle (``machine``: this machine's own ones):
+    those that have a rare character, with the expressions of an IPv4 address, an IPv6 ULA one, a continued
+    command and a flag's name; and the others."""
+    needles = [(t, "", _WORD) for t in TRIGGERS]
+    needles += [(n, "", _OUTRIGHT) for n in tuple(_SHAPES + _TOOLS + _OTHER) + tuple(machine) if n]
+    needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
+    rare = [n for n in needles if _RARE.intersection(n[0])]
+    rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
+             (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
+             ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
+             ("-", _FLAG, _FLAG_NAME)]
+    return rare, [n for n in needles if not _RARE.intersection(n[0])]
+
+
 def _needles(machine: Sequence[str]) -> Tuple[Tuple[Pattern[str], ...], Tuple[_Common, ...]]:
     """The expressions of every needle that has a rare character (``machine``: this machine's own needles), and
-    ``(needle, what must follow it, what a hit is)`` for the others (a trigger word: what follows it strictly,
-    see ``_STRICT``); cached."""
+    ``(needle, its expression, how far into it that starts, what must follow it, what a hit is)`` for the others
+    (a trigger word: what follows it strictly, see ``_STRICT``); cached."""
     key = tuple(machine)
     found = _cache.get(key)
     if found is None:
-        needles = [(t, "", _WORD) for t in TRIGGERS]
-        needles += [(n, "", _OUTRIGHT) for n in _SHAPES + _TOOLS + _OTHER + key if n]
-        needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
-        rare = [n for n in needles if _RARE.intersection(n[0])]
+        rare, others = _listed(key)
         common = tuple((n, *_common(n), re.compile(_STRICT if kind == _WORD else after) if after or kind else None,
-                        kind) for n, after, kind in needles if not _RARE.intersection(n))
-        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
-                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
-                 ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
-                 ("-", _FLAG, _FLAG_NAME)]
+                        kind) for n, after, kind in others)
         found = (tuple(map(re.compile, _branches(rare))), common)
         if len(_cache) < 16:
             _cache[key] = found
