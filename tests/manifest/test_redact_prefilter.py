@@ -117,11 +117,39 @@ def test_the_stdlib_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(si
 def test_a_needle_of_common_letters_is_found_wherever_str_find_finds_it(name: str) -> None:
     low = _low(CORPUS[name]) + " sasas rarar addraddr nodenode secretsecret credcred dsndsn ssas aadd"
     _rare, common = _needles(sorted(set(Redactor(**MACHINE).needles())))
-    assert {needle for needle, *_ in common} >= {"secret", "cred", "sas", "dsn", "addr", "node", "rar"}
-    for needle, finder, back, _after, _kind in common:
+    found: Dict[str, List[int]] = {}
+    for finder, members in common:
+        for k, at in _occurrences(low, finder, [back for _needle, back, _after, _kind in members]):
+            found.setdefault(members[k][0], []).append(at)
+    assert set(found) >= {"secret", "cred", "sas", "dsn", "addr", "node", "rar"}  # and the login, "alice"
+    assert len(common) < len(found)  # some share an expression
+    for needle, places in found.items():
         expected = []
         at = low.find(needle)
         while at >= 0:
             expected.append(at)
             at = low.find(needle, at + 1)
-        assert list(_occurrences(low, finder, back)) == expected and expected
+        assert places == expected
+
+
+@pytest.mark.parametrize("needles", [
+    ["secret", "cred", "sas", "dsn", "addr", "node", "rar"],
+    ["de", "node", "dex", "addr", "dsn"],  # "de" and "node" both from "de": apart
+    ["cred", "credit", "cret"],  # "cred" is the start of "credit": apart
+    ["rar", "ar", "sas", "as"],
+])
+def test_needles_that_share_an_expression_are_each_found_where_str_find_finds_them(needles: List[str]) -> None:
+    from relaxrepro.manifest.redact.prefilter import _common
+
+    low = _low(CORPUS["stdlib"][:50_000]) + " " + " ".join(n + n + n[1:] + "x" + n[:-1] for n in needles)
+    found: Dict[str, List[int]] = {}
+    for finder, members in _common(needles):
+        for k, at in _occurrences(low, finder, [back for _needle, back in members]):
+            found.setdefault(members[k][0], []).append(at)
+    for needle in needles:
+        expected = []
+        at = low.find(needle)
+        while at >= 0:
+            expected.append(at)
+            at = low.find(needle, at + 1)
+        assert found.get(needle, []) == expected and expected, needle

@@ -31,9 +31,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
     from typing import Dict, Iterable, Iterator, List, Optional, Pattern, Sequence, Set, Tuple
 
-    _Common = Tuple[str, Pattern[str], int, Optional[Pattern[str]], int]
-    """A needle of common letters only: itself, the expression that finds it (from its letter ``back`` on),
-    ``back``, what must follow it and what a hit is."""
+    _Common = Tuple[Pattern[str], Tuple[Tuple[str, int, Optional[Pattern[str]], int], ...]]
+    """Needles of common letters only: the expression that finds them (:func:`_common`), and for each
+    ``(needle, how far into it the expression's hit starts, what must follow it, what a hit is)``."""
 
 # Characters from the rarest to the most common in source code (measured over CPython's standard library,
 # lower-cased): a needle is anchored on the first of its characters in this order.
@@ -68,22 +68,57 @@ costs ~0.05-0.15 us, a character it skips ~0.3 ns. A needle of commoner letters 
 found by an expression of its own (:func:`_common`)."""
 
 
-def _common(needle: str) -> Tuple[Pattern[str], int]:
-    """An expression that finds ``needle`` from its rarest letter on (``cred``, ``ddr(?<=addr)``), and how far
-    that letter stands into it: the engine skips to the first of its letters in a tight loop and checks the
-    next ones in place, entering the expression only where they all stand (3.5 MB: ~1.5-2 ms a needle, against
-    ~2.5-3 ms for ``str.find``, which tries more of its windows on these letters)."""
+_SHARED = frozenset(_RARITY[_RARITY.index("c"):_RARITY.index("l")])
+"""The commonest letters a needle of common letters still shares an expression on: the needles whose rarest letter
+is one of them are found by one scan that stops there (``d`` for ``dsn``, ``ddr(?<=addr)``, ``de(?<=node)``: ~2.7 ms
+against ~4.8 for three), each of the others by its own."""
+
+
+def _common(needles: Sequence[str]) -> List[Tuple[Pattern[str], List[Tuple[str, int]]]]:
+    """Expressions that find ``needles`` from each one's rarest letter on (``cred``, ``ddr(?<=addr)``), each with
+    its needles and how far that letter stands into each: the engine skips to the first letter an expression starts
+    with in a tight loop and checks the next ones in place, entering it only where they all stand (3.5 MB: ~1.5-2 ms
+    an expression, against ~2.5-3 ms for ``str.find`` of one needle, which tries more of its windows on these
+    letters). Needles whose rarest letter is in ``_SHARED`` share one expression (``cre(?:t(?<=secret)|d)``) when
+    their rests differ from the first letter on, so that at most one of them matches at a place; the group ``c<k>``
+    of the hit says which."""
     rank = {c: k for k, c in enumerate(_RARITY)}
-    back = needle.index(min(needle, key=lambda c: rank.get(c, len(_RARITY))))
-    return re.compile(re.escape(needle[back:]) + ("(?<=%s)" % re.escape(needle) if back else "")), back
+    groups: Dict[str, List[Tuple[str, int]]] = {}
+    for needle in needles:
+        back = needle.index(min(needle, key=lambda c: rank.get(c, len(_RARITY))))
+        groups.setdefault(needle[back] if needle[back] in _SHARED else needle, []).append((needle, back))
+    out = []
+    for members in groups.values():
+        rests = [needle[back:] for needle, back in members]
+        shared = 1
+        while all(len(r) > shared and r[shared] == rests[0][shared] for r in rests):
+            shared += 1
+        nexts = {r[shared:shared + 1] for r in rests}  # what each has after the letters they share
+        if len(members) > 1 and (len(nexts) < len(members) or "" in nexts):
+            out += [(_expression([m], len(m[0]) - m[1]), [m]) for m in members]  # two could match at one place
+        else:
+            out.append((_expression(members, shared), members))
+    return out
 
 
-def _occurrences(low: str, finder: Pattern[str], back: int) -> Iterator[int]:
-    """Where each occurrence of the needle of ``finder`` (:func:`_common`) starts in ``low``, overlapping ones
-    too, as ``str.find`` from one past the last would find them."""
+def _expression(members: List[Tuple[str, int]], shared: int) -> Pattern[str]:
+    """One expression for ``members`` (each ``(needle, where its rarest letter stands)``), whose rests from there
+    have their first ``shared`` letters in common: those letters, then each rest's own, then what stands before
+    (a look behind), then the empty group ``c<k>`` of the ``k``-th."""
+    head = members[0][0][members[0][1]:][:shared]
+    alts = ["%s%s(?P<c%d>)" % (re.escape(needle[back + shared:]), "(?<=%s)" % re.escape(needle) if back else "", k)
+            for k, (needle, back) in enumerate(members)]
+    return re.compile(re.escape(head) + "(?:%s)" % "|".join(alts))
+
+
+def _occurrences(low: str, finder: Pattern[str], backs: Sequence[int]) -> Iterator[Tuple[int, int]]:
+    """``(which needle, where it starts)`` for each occurrence in ``low`` of the needles of ``finder``
+    (:func:`_common`; ``backs``: how far into each its hit starts), overlapping ones too, as ``str.find`` from
+    one past the last would find them."""
     hit = finder.search(low)
     while hit is not None:
-        yield hit.start() - back
+        k = int(hit.lastgroup[1:])  # type: ignore[index]
+        yield k, hit.start() - backs[k]
         hit = finder.search(low, hit.start() + 1)
 
 
@@ -193,8 +228,10 @@ def _needles(machine: Sequence[str]) -> Tuple[Tuple[Pattern[str], ...], Tuple[_C
     found = _cache.get(key)
     if found is None:
         rare, others = _listed(key)
-        common = tuple((n, *_common(n), re.compile(_STRICT if kind == _WORD else after) if after or kind else None,
-                        kind) for n, after, kind in others)
+        follow = {n: (re.compile(_STRICT if kind == _WORD else after) if after or kind else None, kind)
+                  for n, after, kind in others}
+        common = tuple((finder, tuple((n, back) + follow[n] for n, back in members))
+                       for finder, members in _common([n for n, _after, _kind in others]))
         found = (tuple(map(re.compile, _branches(rare))), common)
         if len(_cache) < 16:
             _cache[key] = found
@@ -340,8 +377,9 @@ def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Opti
                 found(m.start(), m.end(), True)
             else:
                 blank(m.start(), m.end())
-    for needle, finder, back, after, kind in common:
-        for at in _occurrences(low, finder, back):
+    for finder, members in common:
+        for k, at in _occurrences(low, finder, [back for _n, back, _a, _k in members]):
+            needle, _back, after, kind = members[k]
             end = at + len(needle)
             if after is None or after.match(low, end):
                 found(at, end, bool(kind))
