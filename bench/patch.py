@@ -117,6 +117,11 @@ def add_budgets(results: dict, budget, per_round_over) -> None:
     budget("a 3.5 MB patch adds <= %gx the floor to generate (per-round difference / git diff | sha256sum)"
            % PATCH_FLOOR_LIMIT, per_round_over(results, "patch-3.5mb", "patch-clean", "floor-patch"),
            PATCH_FLOOR_LIMIT, "x", floor="floor-patch")
+    # With --baseline: the same ratio for the baseline commit, over the same floor in the same rounds (the floor
+    # moves with the load more than a change moves the ratio; compare these two, not two runs).
+    budget("(context) --baseline: what a 3.5 MB patch adds to the baseline's generate, in the same floors",
+           per_round_over(results, "base-patch-3.5mb", "base-patch-clean", "floor-patch"),
+           PATCH_FLOOR_LIMIT, "x", floor="floor-patch")
 
 
 def diff_bytes(repo: str) -> int:

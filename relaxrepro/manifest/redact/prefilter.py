@@ -9,11 +9,13 @@ over: a key's block, a list under a secret's name, a command continued with a ba
 
 The needles are searched in a lower-cased ASCII copy of the text (a superset of the case-sensitive rules; a
 line holding any other character goes through the rules whatever it holds): those with a rare character in
-one regular expression anchored on it, which the engine skips to in C (~5 ns a character, ~0.1 us a stop),
-the few of common letters only with ``str.find`` (~1 ns a character); running the rules themselves over the
-text costs ~0.1 us a character. A trigger word counts only when an assignment could follow its name (looked
-at in the expression) and the name says something (``api_key`` does, ``skip`` does not; ``tokens`` only as a
-list's key). Lines are never split out of the text: :class:`Lines` finds the line of a hit with ``str.rfind``.
+one regular expression per character they are anchored on, which the engine skips to in C (~0.3 ns a
+character, ~0.05 us a stop), the few of common letters only each with an expression that starts with its
+letters from its rarest one on (the engine skips to where they all stand, ~0.5 ns a character); running the
+rules themselves over the text costs ~0.1 us a character. A trigger word counts only when an assignment could
+follow its name (looked at in the expression) and the name says something (``api_key`` does, ``skip`` does not;
+``tokens`` only as a list's key). Lines are never split out of the text: :class:`Lines` finds the line of a hit
+with ``str.rfind``.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ from .names import KIND_SECRET, KIND_WEAK, name_kind, sequence_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Set, Tuple
+    from typing import Dict, Iterable, Iterator, List, Optional, Pattern, Sequence, Set, Tuple
+
+    _Common = Tuple[Pattern[str], Tuple[Tuple[str, int, Optional[Pattern[str]], int], ...]]
+    """Needles of common letters only: the expression that finds them (:func:`_common`), and for each
+    ``(needle, how far into it the expression's hit starts, what must follow it, what a hit is)``."""
 
 # Characters from the rarest to the most common in source code (measured over CPython's standard library,
 # lower-cased): a needle is anchored on the first of its characters in this order.
@@ -53,13 +59,67 @@ _TOOL_WORDS = ("http", "https", "xh", "xhs", "zip", "rar", "login")
 _OTHER = ("://", "uthorization", "bearer", "diff --git ", ".int", ".lan", ".loc", ".corp")
 """URL credentials, headers, a file's header (its mode), internal names."""
 
-_cache: Dict[Tuple[str, ...], Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]] = {}
+_cache: Dict[Tuple[str, ...], Tuple[Tuple[Pattern[str], ...], Tuple[_Common, ...]]] = {}
 
 
 _RARE = frozenset(_RARITY[:_RARITY.index("c")])
-"""The characters a needle may be anchored on in the one scan (each under ~1.7% of source code): a position the
-scan stops at costs ~0.2 us, a character it skips ~0.01 us. A needle of commoner letters only (``secret``,
-``node``) is found by ``str.find`` instead, ~1 ns a character."""
+"""The characters a needle may be anchored on (each under ~1.7% of source code): a position the scan stops at
+costs ~0.05-0.15 us, a character it skips ~0.3 ns. A needle of commoner letters only (``secret``, ``node``) is
+found by an expression of its own (:func:`_common`)."""
+
+
+_SHARED = frozenset(_RARITY[_RARITY.index("c"):_RARITY.index("l")])
+"""The commonest letters a needle of common letters still shares an expression on: the needles whose rarest letter
+is one of them are found by one scan that stops there (``d`` for ``dsn``, ``ddr(?<=addr)``, ``de(?<=node)``: ~2.7 ms
+against ~4.8 for three), each of the others by its own."""
+
+
+def _common(needles: Sequence[str]) -> List[Tuple[Pattern[str], List[Tuple[str, int]]]]:
+    """Expressions that find ``needles`` from each one's rarest letter on (``cred``, ``ddr(?<=addr)``), each with
+    its needles and how far that letter stands into each: the engine skips to the first letter an expression starts
+    with in a tight loop and checks the next ones in place, entering it only where they all stand (3.5 MB: ~1.5-2 ms
+    an expression, against ~2.5-3 ms for ``str.find`` of one needle, which tries more of its windows on these
+    letters). Needles whose rarest letter is in ``_SHARED`` share one expression (``cre(?:t(?<=secret)|d)``) when
+    their rests differ from the first letter on, so that at most one of them matches at a place; the group ``c<k>``
+    of the hit says which."""
+    rank = {c: k for k, c in enumerate(_RARITY)}
+    groups: Dict[str, List[Tuple[str, int]]] = {}
+    for needle in needles:
+        back = needle.index(min(needle, key=lambda c: rank.get(c, len(_RARITY))))
+        groups.setdefault(needle[back] if needle[back] in _SHARED else needle, []).append((needle, back))
+    out = []
+    for members in groups.values():
+        rests = [needle[back:] for needle, back in members]
+        shared = 1
+        while all(len(r) > shared and r[shared] == rests[0][shared] for r in rests):
+            shared += 1
+        nexts = {r[shared:shared + 1] for r in rests}  # what each has after the letters they share
+        if len(members) > 1 and (len(nexts) < len(members) or "" in nexts):
+            out += [(_expression([m], len(m[0]) - m[1]), [m]) for m in members]  # two could match at one place
+        else:
+            out.append((_expression(members, shared), members))
+    return out
+
+
+def _expression(members: List[Tuple[str, int]], shared: int) -> Pattern[str]:
+    """One expression for ``members`` (each ``(needle, where its rarest letter stands)``), whose rests from there
+    have their first ``shared`` letters in common: those letters, then each rest's own, then what stands before
+    (a look behind), then the empty group ``c<k>`` of the ``k``-th."""
+    head = members[0][0][members[0][1]:][:shared]
+    alts = ["%s%s(?P<c%d>)" % (re.escape(needle[back + shared:]), "(?<=%s)" % re.escape(needle) if back else "", k)
+            for k, (needle, back) in enumerate(members)]
+    return re.compile(re.escape(head) + "(?:%s)" % "|".join(alts))
+
+
+def _occurrences(low: str, finder: Pattern[str], backs: Sequence[int]) -> Iterator[Tuple[int, int]]:
+    """``(which needle, where it starts)`` for each occurrence in ``low`` of the needles of ``finder``
+    (:func:`_common`; ``backs``: how far into each its hit starts), overlapping ones too, as ``str.find`` from
+    one past the last would find them."""
+    hit = finder.search(low)
+    while hit is not None:
+        k = int(hit.lastgroup[1:])  # type: ignore[index]
+        yield k, hit.start() - backs[k]
+        hit = finder.search(low, hit.start() + 1)
 
 
 # What must follow a trigger word for its name to hold a value (:func:`_may_assign`, looked at in C): the rest of
@@ -79,14 +139,18 @@ _OUTRIGHT, _WORD, _FLAG_NAME = range(3)
 ``b``: only on a .netrc line); a flag's name (judged)."""
 
 
-def _branch(needles: Sequence[Tuple[str, str, int]]) -> str:
-    """One expression for ``(needle, what must follow it, what a hit is)``: a branch per anchor character, each
+def _branches(needles: Sequence[Tuple[str, str, int]], together: bool = False) -> List[str]:
+    """The expressions for ``(needle, what must follow it, what a hit is)``: one per anchor character, each
     needle anchored on its rarest character; the hit of a name to judge ends in an empty group named ``s<k>``
     (``b<k>``: a trigger word followed by a word after blanks, see ``_BLANK``).
-    The engine skips every position whose character anchors nothing; where it stops, what it tries must fail
-    fast: the rest of a needle is matched (consumed: it holds no anchor, so no stop is lost) where the engine
-    skips an alternative on its first character, and the needles that look behind the anchor are tried only
-    behind one of their characters."""
+    Each expression starts with its anchor, a literal the engine skips to in a tight loop (~0.3 ns a character;
+    one expression with a branch per anchor starts with a class, which it tests at every character, ~3.5 ns);
+    where it stops, what it tries must fail fast: the rest of a needle is matched (consumed: it holds no other
+    stop of its expression, so none is lost) where the engine skips an alternative on its first character, and
+    the needles that look behind the anchor are tried only behind one of their characters. ``together``: for
+    one alternation of them, where a needle's rest is consumed only when it holds no anchor of any of them; the
+    hits of the expressions apart are those of their alternation together, at the same places with the same
+    groups (a position is tried by the one expression of its character)."""
     rank = {c: k for k, c in enumerate(_RARITY)}
     rarest = [min(n, key=lambda c: rank.get(c, len(_RARITY))) for n, _after, _kind in needles]
     used: Dict[str, int] = {}
@@ -108,7 +172,7 @@ def _branch(needles: Sequence[Tuple[str, str, int]]) -> str:
     for k, ((needle, after, kind), c) in enumerate(zip(needles, chosen)):
         j = needle.index(c)
         rest = needle[j + 1:]
-        consumed = bool(rest) and not stops.intersection(rest)
+        consumed = bool(rest) and not (stops.intersection(rest) if together else c in rest)
         ahead = "" if consumed else re.escape(rest)
         if kind == _WORD:
             tail = "(?=%s%s)" % (ahead, _FOLLOW % (k, k))
@@ -131,33 +195,44 @@ def _branch(needles: Sequence[Tuple[str, str, int]]) -> str:
                                  if a == c and bool(kind) == judged and needle.index(c) > 0})
                 parts.append("(?<=[%s]%s)(?:%s)" % ("".join(map(re.escape, before)), re.escape(c), "|".join(behind)))
         out.append("%s(?:%s)" % (re.escape(c), "|".join(parts)))
-    return "|".join(out)
+    return out
 
 
-def anchored(literals: Sequence[str]) -> str:
-    """One expression that finds each of ``literals`` (case-sensitive, none empty), anchored on its rarest
-    character: where one of them may be is where it matches (at its anchor, not at its start)."""
-    return _branch([(v, "", _OUTRIGHT) for v in literals])
+def anchored(literals: Sequence[str]) -> List[str]:
+    """Expressions that together find each of ``literals`` (case-sensitive, none empty), one per character they
+    are anchored on (each one's rarest): where one of them may be is where one matches (at its anchor, not at
+    its start)."""
+    return _branches([(v, "", _OUTRIGHT) for v in literals])
 
 
-def _needles(machine: Sequence[str]) -> Tuple[Pattern[str], Tuple[Tuple[str, Optional[Pattern[str]], int], ...]]:
-    """The expression of every needle that has a rare character (``machine``: this machine's own needles), and
-    ``(needle, what must follow it, what a hit is)`` for the others (a trigger word: what follows it strictly,
-    see ``_STRICT``); cached."""
+def _listed(machine: Sequence[str]) -> Tuple[List[Tuple[str, str, int]], List[Tuple[str, str, int]]]:
+    """``(needle, what must follow it, what a hit is)`` of every needle (``machine``: this machine's own ones):
+    those that have a rare character, with the expressions of an IPv4 address, an IPv6 ULA one, a continued
+    command and a flag's name; and the others."""
+    needles = [(t, "", _WORD) for t in TRIGGERS]
+    needles += [(n, "", _OUTRIGHT) for n in tuple(_SHAPES + _TOOLS + _OTHER) + tuple(machine) if n]
+    needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
+    rare = [n for n in needles if _RARE.intersection(n[0])]
+    rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
+             (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
+             ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
+             ("-", _FLAG, _FLAG_NAME)]
+    return rare, [n for n in needles if not _RARE.intersection(n[0])]
+
+
+def _needles(machine: Sequence[str]) -> Tuple[Tuple[Pattern[str], ...], Tuple[_Common, ...]]:
+    """The expressions of every needle that has a rare character (``machine``: this machine's own needles), and
+    ``(needle, its expression, how far into it that starts, what must follow it, what a hit is)`` for the others
+    (a trigger word: what follows it strictly, see ``_STRICT``); cached."""
     key = tuple(machine)
     found = _cache.get(key)
     if found is None:
-        needles = [(t, "", _WORD) for t in TRIGGERS]
-        needles += [(n, "", _OUTRIGHT) for n in _SHAPES + _TOOLS + _OTHER + key if n]
-        needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
-        rare = [n for n in needles if _RARE.intersection(n[0])]
-        common = tuple((n, re.compile(_STRICT if kind == _WORD else after) if after or kind else None, kind)
-                       for n, after, kind in needles if not _RARE.intersection(n))
-        rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
-                 (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
-                 ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
-                 ("-", _FLAG, _FLAG_NAME)]
-        found = (re.compile(_branch(rare)), common)
+        rare, others = _listed(key)
+        follow = {n: (re.compile(_STRICT if kind == _WORD else after) if after or kind else None, kind)
+                  for n, after, kind in others}
+        common = tuple((finder, tuple((n, back) + follow[n] for n, back in members))
+                       for finder, members in _common([n for n, _after, _kind in others]))
+        found = (tuple(map(re.compile, _branches(rare))), common)
         if len(_cache) < 16:
             _cache[key] = found
     return found
@@ -293,23 +368,23 @@ def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Opti
             found(at, end, True)
 
     rare, common = _needles(sorted(set(machine)))
-    for m in rare.finditer(low):
-        group = m.lastgroup
-        if group is None:
-            found(m.start(), m.end(), False)
-        elif group[0] == "s":
-            found(m.start(), m.end(), True)
-        else:
-            blank(m.start(), m.end())
-    for needle, after, kind in common:
-        at = low.find(needle)
-        while at >= 0:
+    for rx in rare:
+        for m in rx.finditer(low):
+            group = m.lastgroup
+            if group is None:
+                found(m.start(), m.end(), False)
+            elif group[0] == "s":
+                found(m.start(), m.end(), True)
+            else:
+                blank(m.start(), m.end())
+    for finder, members in common:
+        for k, at in _occurrences(low, finder, [back for _n, back, _a, _k in members]):
+            needle, _back, after, kind = members[k]
             end = at + len(needle)
             if after is None or after.match(low, end):
                 found(at, end, bool(kind))
             elif kind == _WORD and _BLANK_RE.match(low, end):
                 blank(at, end)
-            at = low.find(needle, at + 1)
     for m in _CASED_RE.finditer(plain):
         found(m.start(), m.start(), False)
     # A file whose values run to the end of their line, or on below (``.env``, ``.netrc``, ``.pgpass``): each
@@ -333,13 +408,14 @@ class Stream:
     the next, so that the scan overlaps git's diff instead of following it (3.5 MB: ~80 ms of scanning beside
     ~45 ms of git). Each file's lines are hot or not by what the file holds, never by what is around it, so the
     parts' hot lines, shifted, are the whole text's; an ASCII header between two parts is never inside a UTF-8
-    character, so the parts' texts joined are the whole one's."""
+    character, so the parts' texts joined are the whole one's, which :meth:`result` decodes again in one piece
+    rather than joining the parts (3.5 MB with one ``’`` in it: ~3 ms against ~13 for a join that widens every
+    one-byte part to two bytes a character)."""
 
     def __init__(self, machine: Iterable[str]) -> None:
         self.machine = list(machine)
         self.size = 0  # bytes fed
         self._tail = bytearray()  # fed, not yet scanned: the file still being printed
-        self._texts: List[str] = []
         self._hot: List[int] = []
         self._chars = 0
         self.failed = False
@@ -363,7 +439,6 @@ class Stream:
             self.failed = True
             return
         self._hot += [self._chars + at for at in found]
-        self._texts.append(text)
         self._chars += len(text)
 
     def result(self, body: bytes) -> Optional[Tuple[str, List[int]]]:
@@ -375,4 +450,5 @@ class Stream:
             self._tail = bytearray()
             if self.failed:
                 return None
-        return "".join(self._texts), self._hot
+        text = body.decode("utf-8", "surrogateescape")
+        return (text, self._hot) if len(text) == self._chars else None

@@ -480,8 +480,8 @@ class Redactor:
 
 
 _FIND_MAX = 8
-"""Up to this many remembered values, each is looked for with ``str.find`` (~0.5 ns a character); beyond, one
-scan anchored on each one's rarest character finds them all (prefilter.py's expression; ~5 ns a character)."""
+"""Up to this many remembered values, each is looked for with ``str.find`` (~0.5 ns a character); beyond, a
+scan per character they are anchored on (each one's rarest) finds them all (prefilter.py's expressions)."""
 
 
 def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[str, int, List[int]]:
@@ -493,8 +493,9 @@ def _scrub_lines(rx: Pattern[str], text: str, values: Iterable[str]) -> Tuple[st
         return new, n, [i + 1 for i, (a, b) in enumerate(zip(text.splitlines(), new.splitlines())) if a != b]
     starts = set()
     if len(values) > _FIND_MAX:
-        for m in re.finditer(anchored(values), text):
-            starts.add(text.rfind("\n", 0, m.start()) + 1)
+        for branch in anchored(values):
+            for m in re.finditer(branch, text):
+                starts.add(text.rfind("\n", 0, m.start()) + 1)
     else:
         for v in values:
             at = text.find(v)

@@ -1,0 +1,155 @@
+"""The patch pass's prefilter (prefilter.py) finds what it found before, faster: its expressions one anchor at a
+time hit where their alternation hits, and over real code with secrets planted in it the prefiltered pass gives
+the very text, changed lines, counts and remembered values of reading every line."""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from typing import Dict, List, Tuple
+
+import pytest
+
+from relaxrepro.manifest.redact import Redactor, redact_document
+from relaxrepro.manifest.redact.prefilter import Lines, Stream, _needles, _occurrences, hot_lines
+from tests.manifest.test_redact_leaks import LOOK_ALIKES
+from tests.manifest.test_redact_patches import MACHINE, NEVER, PLANTED, _files_patch, _patch
+
+
+def _stdlib_patch(size: int, seed: int) -> str:
+    """About ``size`` characters of this interpreter's standard library as a patch of whole new modules (what
+    bench/patch.py diffs: code holding tokens, keys, hosts, urls and passwords as code does), each file with a
+    few planted secrets and look-alikes at random lines, some as removed or context lines."""
+    rng = random.Random(seed)
+    lib = os.path.dirname(os.__file__)
+    names = sorted(n for n in os.listdir(lib) if n.endswith(".py"))
+    rng.shuffle(names)
+    extra = [line for _, line, _ in PLANTED] + list(LOOK_ALIKES)
+    parts: List[str] = []
+    total = 0
+    for name in names:
+        with open(os.path.join(lib, name), encoding="utf-8", errors="replace") as fh:
+            lines = ["+" + line for line in fh.read().splitlines()[:1500]]
+        for _ in range(3):
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice("+- ") + rng.choice(extra))
+        parts.append(_patch(lines, "lib/" + name))
+        total += len(parts[-1])
+        if total >= size:
+            break
+    return "".join(parts)
+
+
+def _mixes(seed: int, n: int) -> List[str]:
+    """Random lines of needles' pieces, planted lines and look-alikes cut and glued, separators and odd
+    characters: where one expression's hit might end inside another one's needle."""
+    rng = random.Random(seed)
+    pieces = [line for _, line, _ in PLANTED] + list(LOOK_ALIKES) + [
+        "pass", "token", "key", "ip", "host", "url", "uri", "user", "auth", "sig", "sas", "dsn", "addr", "node",
+        "secret", "cred", "cookie", "login", "endpoint", "pwd", "ghp_", "hf_", "sk-", "akia", "AKIA", "ASIA", "eyJ",
+        "://", "@", "curl ", "rar ", "http ", "zip ", "-u ", "--api-key ", "\\\n", ".internal", "10.0.0.1", "fd00:",
+        "/home/alice/", "alice", "gpu-node-17", "= ", ": ", ", '", " " * 3, "\t", "\u212a", "\u017f", "é", "’"]
+    out = []
+    for _ in range(n):
+        line = "".join(rng.choice(pieces)[rng.randrange(3):] for _ in range(rng.randrange(1, 6)))
+        out.append(rng.choice("+- ") + line.replace("\n", " "))
+    return out
+
+
+def _corpus() -> Dict[str, str]:
+    return {
+        "files": _files_patch(),
+        "stdlib": _stdlib_patch(400_000, 32),
+        "mixes": _patch(_mixes(32, 3000)),
+        "planted": _patch(["+" + line for _, line, _ in PLANTED] + ["-" + line for line in LOOK_ALIKES]),
+    }
+
+
+CORPUS = _corpus()
+
+
+def _low(text: str) -> str:
+    return text.encode("ascii", "replace").decode("ascii").lower()
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_the_needles_found_one_anchor_at_a_time_are_those_of_their_alternation(name: str) -> None:
+    # Apart, an expression consumes the rest of a needle that holds other expressions' anchors (``ghp_`` after
+    # its ``g``); together they must not: the same places and groups either way.
+    from relaxrepro.manifest.redact.prefilter import _branches, _listed
+
+    low = _low(CORPUS[name])
+    for machine in (Redactor(**MACHINE).needles(), Redactor().needles()):
+        expressions, _common = _needles(sorted(set(machine)))
+        one = re.compile("|".join(_branches(_listed(sorted(set(machine)))[0], together=True)))
+        apart = sorted((m.start(), m.lastgroup) for rx in expressions for m in rx.finditer(low))
+        together = sorted((m.start(), m.lastgroup) for m in one.finditer(low))
+        assert apart == together and len(apart) > 10
+
+
+def _pass(red: Redactor, text: str) -> Tuple[str, List[int], dict, list, dict]:
+    out, changed = red.lines(text)
+    doc = redact_document({"code": {"repo": {"patch": {"text": out, "redacted_lines": changed}}}}, red)
+    return out, changed, dict(red.counts), sorted(red._secrets), doc
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_a_patch_redacted_from_its_hot_lines_is_the_patch_redacted_line_by_line(name: str) -> None:
+    text = CORPUS[name]
+    fast = _pass(Redactor(**MACHINE), text)
+    every = _pass(Redactor(extra_patterns=[NEVER], **MACHINE), text)
+    assert fast == every
+    assert fast[1], "nothing planted was found"
+
+
+@pytest.mark.parametrize("size", [7, 4096, 65536])
+def test_the_stdlib_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(size: int) -> None:
+    text = CORPUS["stdlib"]
+    body = text.encode("utf-8", "surrogateescape")
+    machine = Redactor(**MACHINE).needles()
+    stream = Stream(machine)
+    for at in range(0, len(body), size):
+        stream.feed(body[at:at + size])
+    assert stream.result(body) == (text, hot_lines(text, Lines(text), machine))
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_a_needle_of_common_letters_is_found_wherever_str_find_finds_it(name: str) -> None:
+    low = _low(CORPUS[name]) + " sasas rarar addraddr nodenode secretsecret credcred dsndsn ssas aadd"
+    _rare, common = _needles(sorted(set(Redactor(**MACHINE).needles())))
+    found: Dict[str, List[int]] = {}
+    for finder, members in common:
+        for k, at in _occurrences(low, finder, [back for _needle, back, _after, _kind in members]):
+            found.setdefault(members[k][0], []).append(at)
+    assert set(found) >= {"secret", "cred", "sas", "dsn", "addr", "node", "rar"}  # and the login, "alice"
+    assert len(common) < len(found)  # some share an expression
+    for needle, places in found.items():
+        expected = []
+        at = low.find(needle)
+        while at >= 0:
+            expected.append(at)
+            at = low.find(needle, at + 1)
+        assert places == expected
+
+
+@pytest.mark.parametrize("needles", [
+    ["secret", "cred", "sas", "dsn", "addr", "node", "rar"],
+    ["de", "node", "dex", "addr", "dsn"],  # "de" and "node" both from "de": apart
+    ["cred", "credit", "cret"],  # "cred" is the start of "credit": apart
+    ["rar", "ar", "sas", "as"],
+])
+def test_needles_that_share_an_expression_are_each_found_where_str_find_finds_them(needles: List[str]) -> None:
+    from relaxrepro.manifest.redact.prefilter import _common
+
+    low = _low(CORPUS["stdlib"][:50_000]) + " " + " ".join(n + n + n[1:] + "x" + n[:-1] for n in needles)
+    found: Dict[str, List[int]] = {}
+    for finder, members in _common(needles):
+        for k, at in _occurrences(low, finder, [back for _needle, back in members]):
+            found.setdefault(members[k][0], []).append(at)
+    for needle in needles:
+        expected = []
+        at = low.find(needle)
+        while at >= 0:
+            expected.append(at)
+            at = low.find(needle, at + 1)
+        assert found.get(needle, []) == expected and expected, needle
