@@ -16,8 +16,9 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 
 KEPT_MIN_CHARS = 65536
 """Shorter texts are encoded again: keeping them would cost more than it saves."""
-_KEPT_MAX = 8
-"""Encodings kept at once (one per dirty repository); the oldest goes first."""
+_KEPT_MAX = 2
+"""Encodings kept at once, the oldest going first: a process that collects without writing (the API) holds at
+most two texts of the 4 MiB capture limit and their bytes; more dirty repositories encode again."""
 
 _kept: Dict[int, Tuple[str, bytes]] = {}
 _lock = threading.Lock()
