@@ -138,7 +138,7 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
     if facts and raw is not None:
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
         row.facts_json = _text(found)
-        row.terms = list(terms(found))
+        row.terms = list(terms(found, {"run": row.run_id, "group": row.group, "parent": row.parent}))
     if card is not None and raw is not None:
         row.card = card(path, raw, whole)
     return row, pkgs
