@@ -56,7 +56,7 @@ class Row:
         self.path, self.run_id, self.generated_at, self.group, self.parent = path, run_id, generated_at, group, parent
         self.error, self.cells, self.doc_json, self.facts_json, self.pkgkey = error, cells, doc_json, facts_json, pkgkey
         self.cacheable = cacheable
-        self.terms = None  # (key, value) pairs the index looks the facts up by (query.terms), when read
+        self.terms = None  # (keys, values) the index looks the facts up by (query.terms), when read
         self.card = None  # what a caller's card maker made of the bytes read (read_row's ``card``), when asked
         self._doc = self._facts = None  # the JSON texts parsed, on first use
 
@@ -138,7 +138,8 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
     if facts and raw is not None:
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
         row.facts_json = _text(found)
-        row.terms = list(terms(found, {"run": row.run_id, "group": row.group, "parent": row.parent}))
+        pairs = list(terms(found, {"run": row.run_id, "group": row.group, "parent": row.parent}))
+        row.terms = tuple(zip(*pairs)) if pairs else ((), ())  # (keys, values): two objects to pickle, not 20
     if card is not None and raw is not None:
         row.card = card(path, raw, whole)
     return row, pkgs

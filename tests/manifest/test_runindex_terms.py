@@ -162,8 +162,9 @@ def test_a_query_reads_the_facts_of_the_runs_it_may_match_only(tmp_path):
                                                                                 "arg.lr=1e-3", "parent=run04")}
     db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE docs SET facts = '{not json' WHERE path NOT IN ('g0/manifest_run02.json', "
-                 "'g1/manifest_run05.json', 'g0/manifest_run06.json', 'g1/manifest_run07.json')")
+    conn.execute("UPDATE docs SET facts = '{not json' WHERE id NOT IN (SELECT id FROM files WHERE path IN "
+                 "('g0/manifest_run02.json', 'g1/manifest_run05.json', 'g0/manifest_run06.json', "
+                 "'g1/manifest_run07.json'))")
     conn.commit()
     conn.close()
     for where, out in expected.items():
