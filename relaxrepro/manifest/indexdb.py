@@ -41,7 +41,8 @@ if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations un
 VERSION = 6
 """The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read. 6: a term's
 file is its rowid's high bits (no ``id`` column, no index by it), its key an id (``termkeys``); a run's id, group
-and parent are terms only where ``files`` does not hold them as text (:func:`query.terms`), ``repo`` none."""
+and parent are terms only where ``files`` does not hold them as text (:func:`query.terms`); ``repo`` and ``commit``
+(any repo) none: they ask the ``commit.REPO`` terms."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000

@@ -106,9 +106,9 @@ def parse(text: str) -> Clause:
         return Clause(text, _text_test(op, value, bad, key),
                       sql=_term(key, "value = ?", value) if op in ("=", "==") else _term(key) if op != "!=" else None)
     if key in _PREFIX:
-        if key == "commit":
+        if key == "commit":  # any repo's: the ``commit.REPO`` terms, one range of keys
             return Clause(text, _prefix_test(op, value, bad, lambda f: list((f.get("commit") or {}).values())),
-                          sql=_prefix_sql(key, op, value))
+                          sql=_prefix_sql(_REPOS, op, value))
         if key == "data":
             digest = value if value.startswith("sha256:") or op is None else "sha256:" + value
             return Clause(text, _prefix_test(op, digest, bad, lambda f: list(f.get("data") or [])),
@@ -348,8 +348,6 @@ def terms(f: Dict[str, Any], columns: Dict[str, Any]) -> Iterator[Tuple[str, Any
     for repo, sha in commits.items():  # ``repo=NAME`` asks for ``commit.NAME``: every repo kept has a commit
         if isinstance(sha, str):
             yield "commit." + repo, sha
-    for sha in sorted({s for s in commits.values() if isinstance(s, str)}):
-        yield "commit", sha
     for digest in f.get("data") or ():
         if isinstance(digest, str):
             yield "data", digest
@@ -376,9 +374,15 @@ def _float(v: Any) -> Optional[float]:
 
 
 def _term(key: str, cond: str = "", *params: Any) -> Tuple[str, List[Any]]:
-    """The paths of the runs with a term ``key`` (whose ``value`` meets ``cond``)."""
-    return ("path IN (SELECT path FROM terms WHERE key = ?%s)" % (" AND " + cond if cond else ""),
-            [key] + list(params))
+    """The paths of the runs with a term ``key`` (whose ``value`` meets ``cond``); ``key`` :data:`_REPOS`: a term
+    of any ``commit.REPO``."""
+    keys, at = ("key >= ? AND key < ?", ["commit.", "commit/"]) if key is _REPOS else ("key = ?", [key])
+    return ("path IN (SELECT path FROM terms WHERE %s%s)" % (keys, " AND " + cond if cond else ""), at + list(params))
+
+
+_REPOS = "commit.*"
+"""``commit`` (any repo) asks the ``commit.REPO`` terms (``.`` to ``/``: every key that starts ``commit.``), the
+index's keys by name then each one's range of values: a commit is stored once, not again under ``commit``."""
 
 
 def _column_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:

@@ -104,7 +104,8 @@ QUERIES = [
     "group=5", "group!=5", "group~G", "group=['not', 'text']", "parent=run02", "parent=run00x", "parent", "parent=7",
     "parent!=7", "parent~RUN0", "repo=other", "repo!=other", "status=failed", "status~fail", "note~sweep lr 4",
     "note=Sweep LR 4", "note=7",
-    "commit=0000", "commit=" + "%040x" % 2, "commit.relax=" + "0" * 39, "commit.other", "repo=relax",
+    "commit=0000", "commit=" + "%040x" % 2, "commit", "commit!=0000", "commit=ffff", "commit.relax=" + "0" * 39,
+    "commit.other", "repo=relax",
     "repo!=relax", "exit=1", "exit!=0", "exit", "dirty", "dirty=false", "config=sha256:cc", "packages=sha256:x",
     "pkg.torch==2.3.1", "gpus", "cuda>=12",
 ]
@@ -220,8 +221,8 @@ def test_a_run_id_group_and_parent_that_are_text_are_looked_up_in_their_columns_
     _tree(tmp_path)
     _both(tmp_path, "ls", "runs")
     db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
-    got = sqlite3.connect(db).execute("SELECT key, value FROM terms WHERE key IN ('run', 'group', 'parent', 'repo')"
-                                      " ORDER BY key, value").fetchall()
+    got = sqlite3.connect(db).execute("SELECT key, value FROM terms WHERE key IN ('run', 'group', 'parent', 'repo',"
+                                      " 'commit') ORDER BY key, value").fetchall()
     assert got == [("group", "5"), ("group", "['not', 'text']"), ("parent", "7")]
     assert _ids(_both(tmp_path, "ls", "runs", "--where", "parent=run02")) == ["run03"]
     assert _ids(_both(tmp_path, "ls", "runs", "--where", "repo=relax", "--where", "group=g1")) == [
