@@ -42,7 +42,8 @@ VERSION = 6
 """The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read. 6: a term's
 file is its rowid's high bits (no ``id`` column, no index by it), its key an id (``termkeys``); a run's id, group
 and parent are terms only where ``files`` does not hold them as text (:func:`query.terms`); ``repo`` and ``commit``
-(any repo) none: they ask the ``commit.REPO`` terms."""
+(any repo) none: they ask the ``commit.REPO`` terms; a commit or digest is its first characters
+(:data:`query.DIGEST_CHARS`)."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000

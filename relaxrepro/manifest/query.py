@@ -53,6 +53,10 @@ _PREFIX = ("commit", "config", "packages", "data")
 _VERSION = ("driver", "cuda", "nccl")
 _NUMBER = ("exit", "gpus", "world_size")
 COLUMNS = {"run": "run_id", "group": "grp", "parent": "parent"}
+DIGEST_CHARS = 16
+"""How much of a commit or digest (``commit.REPO``, ``config``, ``packages``, ``data``) a term holds: a query's
+prefix selects by it (``sha256:`` and 9 hex digits, 16 of a commit: few runs share more by chance), the test
+then by the whole value; 40 to 71 characters each were most of the bytes the cold build wrote and sorted."""
 """The text keys that are the run index's ``files`` columns too (their names there): see :func:`terms`."""
 _ORDER = (">", ">=", "<", "<=")
 
@@ -343,14 +347,14 @@ def terms(f: Dict[str, Any], columns: Dict[str, Any]) -> Iterator[Tuple[str, Any
             yield key, _float(f.get(key))
     for key in ("config", "packages"):
         if isinstance(f.get(key), str):
-            yield key, f[key]
+            yield key, f[key][:DIGEST_CHARS]
     commits = f.get("commit") or {}
     for repo, sha in commits.items():  # ``repo=NAME`` asks for ``commit.NAME``: every repo kept has a commit
         if isinstance(sha, str):
-            yield "commit." + repo, sha
+            yield "commit." + repo, sha[:DIGEST_CHARS]
     for digest in f.get("data") or ():
         if isinstance(digest, str):
-            yield "data", digest
+            yield "data", digest[:DIGEST_CHARS]
     if f.get("dirty"):
         yield "dirty", 1
     for name, v in (f.get("metric") or {}).items():
@@ -407,8 +411,10 @@ def _prefix_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, 
     if op == "!=" or not value:
         return None
     # The values that start with an ASCII prefix (a digest's shape) are those from it up to the prefix with its
-    # last character one higher: a range of the index, exactly.
-    return _term(key, "value >= ? AND value < ?", value, value[:-1] + chr(ord(value[-1]) + 1))
+    # last character one higher: a range of the index. The terms hold the digests' first DIGEST_CHARS: a value
+    # that starts with the prefix starts with its first DIGEST_CHARS (the test decides on the whole value).
+    cut = value[:DIGEST_CHARS]
+    return _term(key, "value >= ? AND value < ?", cut, cut[:-1] + chr(ord(cut[-1]) + 1))
 
 
 def _arg_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:

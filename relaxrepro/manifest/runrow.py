@@ -18,7 +18,7 @@ from .numbers import read_int
 from .query import terms
 from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
-from .sections import parse_manifest_text, shared
+from .sections import HOT_MAX, parse_manifest_text, shared
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
@@ -251,7 +251,7 @@ def _machine(doc: Dict[str, Any]) -> Tuple[Any, ...]:
     value = gpus(doc) + tuple(scalar(recorded(doc, "hardware.%s_version" % name, None))
                               for name in ("driver", "cuda", "nccl"))
     if all(p is None or shared(p) for p in parts):
-        if len(_BY_MACHINE) >= 256:
+        if len(_BY_MACHINE) >= HOT_MAX:  # as many as sections shared: the bench tree cycles through 300 venvs
             _BY_MACHINE.clear()
         _BY_MACHINE[key] = (parts, value)  # the sections held: their ids are no other's while it lives
     return value

@@ -50,7 +50,8 @@ def _tree(tmp_path: Path) -> Path:
                                 **({"parent": {"run_id": "run%02d" % (i - 1), "reason": "load", "found": True}}
                                    if i else {})},
                        outcome={"status": "ok" if i != 3 else "failed", "exit_code": 0 if i != 3 else 1},
-                       results={"metrics": metrics})
+                       results={"metrics": metrics},
+                       data={"inputs": [{"path": "d", "full": {"sha256": "sha256:%064x" % (i // 4)}}]})
         _age(put(runs / doc["lineage"]["group"], doc))
     bad = runs / "bad"
     bad.mkdir()
@@ -107,6 +108,7 @@ QUERIES = [
     "commit=0000", "commit=" + "%040x" % 2, "commit", "commit!=0000", "commit=ffff", "commit.relax=" + "0" * 39,
     "commit.other", "repo=relax",
     "repo!=relax", "exit=1", "exit!=0", "exit", "dirty", "dirty=false", "config=sha256:cc", "packages=sha256:x",
+    "config=sha256:" + "c" * 64, "config=sha256:" + "c" * 63 + "d", "data=" + "0" * 64, "data=" + "0" * 63 + "1",
     "pkg.torch==2.3.1", "gpus", "cuda>=12",
 ]
 
