@@ -234,7 +234,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
         "world_size": get(doc, "training.world_size", None),
         "config": scalar(get(doc, "config.hash", None)),
         "packages": scalar(get(doc, "environment.packages_digest", None)),
-        "data": _data_digests(doc), "metric": _metrics(doc), "arg": _args(doc),
+        "data": _by_part("data", doc, _data_digests), "metric": _metrics(doc), "arg": _by_part("config", doc, _args),
     }
     f["same"] = _same_key(code, f["config"], key)
     return f, pkgs, key
@@ -261,6 +261,26 @@ _MACHINE_FROM = tuple(sorted({"hardware"} | {source.split(".")[0] for source, ta
                                             if target.startswith("hardware.")}))
 """The top-level sections :func:`_machine` reads: ``hardware``, and where Relax records the same facts."""
 _BY_MACHINE: Dict[Tuple[int, ...], Tuple[Tuple[Any, ...], Tuple[Any, ...]]] = {}
+
+
+def _by_part(name: str, doc: Dict[str, Any], make: Callable[[Dict[str, Any]], Any]) -> Any:
+    """``make(doc)``, which reads only the top-level section ``name``, remembered by that section when :mod:`sections`
+    shares it (a sweep's runs share their config, a tree's its data inputs). The value is shared: the facts
+    holding it are only ever written out as text (:func:`read_row`)."""
+    part = doc.get(name)
+    if part is None or not shared(part):
+        return make(doc)
+    got = _BY_PART.get((name, id(part)))
+    if got is not None and got[0] is part:
+        return got[1]
+    value = make(doc)
+    if len(_BY_PART) >= HOT_MAX:
+        _BY_PART.clear()
+    _BY_PART[(name, id(part))] = (part, value)  # the section held: its id is no other's while it lives
+    return value
+
+
+_BY_PART: Dict[Tuple[str, int], Tuple[Any, Any]] = {}
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:
@@ -311,5 +331,4 @@ def _same_key(code: Dict[str, Any], config: Optional[str], pkgkey: Optional[str]
             if patch is None or patch_incomplete(repo.get("patch")):
                 return None
         parts.append([name, repo["commit"], patch])
-    text = json.dumps([parts, config, pkgkey], separators=(",", ":"))
-    return sha256_hex(text.encode())[:32]
+    return sha256_hex(_ENCODE([parts, config, pkgkey]).encode())[:32]  # json.dumps's text, without a new encoder
