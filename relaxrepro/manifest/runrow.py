@@ -138,8 +138,7 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
     if facts and raw is not None:
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
         row.facts_json = _text(found)
-        pairs = list(terms(found, {"run": row.run_id, "group": row.group, "parent": row.parent}))
-        row.terms = tuple(zip(*pairs)) if pairs else ((), ())  # (keys, values): two objects to pickle, not 20
+        row.terms = terms(found, {"run": row.run_id, "group": row.group, "parent": row.parent})  # (keys, values)
     if card is not None and raw is not None:
         row.card = card(path, raw, whole)
     return row, pkgs
