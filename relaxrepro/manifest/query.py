@@ -53,11 +53,11 @@ _PREFIX = ("commit", "config", "packages", "data")
 _VERSION = ("driver", "cuda", "nccl")
 _NUMBER = ("exit", "gpus", "world_size")
 COLUMNS = {"run": "run_id", "group": "grp", "parent": "parent"}
+"""The text keys that are the run index's ``files`` columns too (their names there): see :func:`terms`."""
 DIGEST_CHARS = 16
 """How much of a commit or digest (``commit.REPO``, ``config``, ``packages``, ``data``) a term holds: a query's
 prefix selects by it (``sha256:`` and 9 hex digits, 16 of a commit: few runs share more by chance), the test
 then by the whole value; 40 to 71 characters each were most of the bytes the cold build wrote and sorted."""
-"""The text keys that are the run index's ``files`` columns too (their names there): see :func:`terms`."""
 _ORDER = (">", ">=", "<", "<=")
 
 
@@ -392,13 +392,14 @@ def _float(v: Any) -> Optional[float]:
 def _term(key: str, cond: str = "", *params: Any) -> Tuple[str, List[Any]]:
     """The paths of the runs with a term ``key`` (whose ``value`` meets ``cond``); ``key`` :data:`_REPOS`: a term
     of any ``commit.REPO``."""
-    keys, at = ("key >= ? AND key < ?", ["commit.", "commit/"]) if key is _REPOS else ("key = ?", [key])
+    keys, at = ("key >= ? AND key < ?", ["commit.", "commit/"]) if key == _REPOS else ("key = ?", [key])
     return ("path IN (SELECT path FROM terms WHERE %s%s)" % (keys, " AND " + cond if cond else ""), at + list(params))
 
 
 _REPOS = "commit.*"
 """``commit`` (any repo) asks the ``commit.REPO`` terms (``.`` to ``/``: every key that starts ``commit.``), the
-index's keys by name then each one's range of values: a commit is stored once, not again under ``commit``."""
+index's keys by name then each one's range of values: a commit is stored once, not again under ``commit``. No
+query's key is this (a key has no ``*``)."""
 
 
 def _column_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:
