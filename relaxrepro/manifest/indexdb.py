@@ -2,14 +2,14 @@
 bring it up to date with a walk, a directory at a time. The questions asked of it are :mod:`runindex`'s.
 
 Tables: ``files`` (a :class:`~relaxrepro.manifest.runrow.Row`'s columns: run id, group, parent, time, the ``ls``
-cells, the package set; and ``id``, what its terms name it by), ``docs`` (the slim document and the query facts
-as JSON text, apart so that a listing does not read them), ``fileterms`` (each fact a query looks up -- ``run``,
-``group``, ``parent``, ``status``, ``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as an
-``(id, key, value)`` row, indexed by key and value: :func:`runrow.terms`; the view ``terms`` gives them as
-``(path, key, value)``, what a clause's SQL asks), ``dirs`` (each directory's signature), ``pkgsets``, ``state`` and
-``outputs`` (answers kept for an unchanged tree), ``cards`` (what ``report`` keeps of a file beside its row: made
-of the bytes :func:`update` reads for the row when its caller passes a card maker, else kept by report,
-:meth:`runindex.Source.keep_cards`) and ``cardsets`` (the parts cards share, by digest).
+cells, the package set; and ``id``, what its terms and documents name it by), ``docs`` (the slim document and the
+query facts as JSON text, apart so that a listing does not read them), ``fileterms`` (each fact a query looks up
+-- ``status``, ``note``, ``commit.REPO``, ``metric.NAME``, ``arg.NAME``, ``same`` -- as a ``(key id, value)`` row,
+indexed by key and value, whose rowid names its file: :func:`query.terms`; ``termkeys``, the keys by id; the view
+``terms`` gives them as ``(path, key, value)``, what a clause's SQL asks), ``dirs`` (each directory's signature),
+``pkgsets``, ``state`` and ``outputs`` (answers kept for an unchanged tree), ``cards`` (what ``report`` keeps of a
+file beside its row: made of the bytes :func:`update` reads for the row when its caller passes a card maker, else
+kept by report, :meth:`runindex.Source.keep_cards`) and ``cardsets`` (the parts cards share, by digest).
 
 A cold build (a database with no rows) drops the indexes, reads the files in forked children where there are
 many (:mod:`fanout`), writes the rows in transactions of :data:`CHUNK`, and makes the indexes at the end. A table
@@ -33,20 +33,32 @@ from .treesig import KEY, join, signature, stored_signatures, tree_digest, unsig
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
     from .runrow import Card
     from .treesig import Walked
 
-VERSION = 5
-"""The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read."""
+VERSION = 6
+"""The schema's version (``PRAGMA user_version``): a database of another one is rebuilt, never read. 6: a term's
+file is its rowid's high bits (no ``id`` column, no index by it), its key an id (``termkeys``); a run's id, group
+and parent are terms only where ``files`` does not hold them as text (:func:`query.terms`); ``repo`` and ``commit``
+(any repo) none: they ask the ``commit.REPO`` terms; a commit or digest is its first characters
+(:data:`query.DIGEST_CHARS`)."""
 BUSY_MS = 15000
 RACY_NS = 3 * 10**9
 CHUNK = 2000
 CHECKPOINT_PAGES = 1000
 """SQLite's default: a checkpoint when the log holds 1,000 pages (4 MB) after a commit."""
 COLD_CHECKPOINT_PAGES = 16384
+TERM_BITS = 24
+"""A term's rowid is its file's ``id`` shifted by this, plus its place among the file's terms: a file's terms are
+one range of the table (deleted by it, found by the rowid that :data:`_INDEXES`' ``terms_kv`` holds), with no
+``id`` column nor an index by it to write. A file of 10 MB (:data:`model.READ_LIMIT_BYTES`) makes fewer than a
+tenth of the 16 million terms this leaves it; one with more is listed, not stored (:func:`update`)."""
 
+_TERM_SPAN = 1 << TERM_BITS
+_DELETE_TERMS = ("DELETE FROM fileterms WHERE rowid BETWEEN (SELECT id FROM files WHERE path = ?1) << %d"
+                 " AND ((SELECT id FROM files WHERE path = ?1) << %d) + %d" % (TERM_BITS, TERM_BITS, _TERM_SPAN - 1))
 COLUMN = {"generated_at": "gen", "group": "grp", "doc_json": "doc", "facts_json": "facts"}
 """The :class:`Row` fields stored under another column name: ``gen`` is the run's ``generated_at`` (not the
 write counter, ``state.gen``); the names are kept so that an index of this version stays readable."""
@@ -60,12 +72,15 @@ _SCHEMA = (
     # the 200 MB that holds them too.
     "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, run_id, gen, grp, parent, error, cells,"
     " pkgkey)",
-    "CREATE TABLE docs (path TEXT PRIMARY KEY, doc, facts)",
+    "CREATE TABLE docs (id INTEGER PRIMARY KEY, doc, facts)",  # a file's, by its id: no index of paths to write
     # A clause is a range of (key, value) and gives paths without reading the table (query.terms). A term names
-    # its file by id, not path: 100,000 runs make 2.2 million terms, and a path repeated in each of them and
-    # in two indexes was three quarters of the database (the cold build's writes and sorts with it).
-    "CREATE TABLE fileterms (id INTEGER NOT NULL, key TEXT, value)",
-    "CREATE VIEW terms AS SELECT files.path AS path, key, value FROM fileterms JOIN files USING (id)",
+    # its file by id, not path: 100,000 runs make 1.7 million terms, and a path repeated in each of them and
+    # in two indexes was three quarters of the database (the cold build's writes and sorts with it); the id is
+    # the rowid's high bits (TERM_BITS), the key a small integer, so a row is a number and a value.
+    "CREATE TABLE termkeys (kid INTEGER PRIMARY KEY, key TEXT UNIQUE NOT NULL)",
+    "CREATE TABLE fileterms (kid INTEGER NOT NULL, value)",
+    "CREATE VIEW terms AS SELECT files.path AS path, termkeys.key AS key, value FROM fileterms JOIN termkeys"
+    " USING (kid) JOIN files ON files.id = fileterms.rowid >> %d" % TERM_BITS,
     "CREATE TABLE dirs (dir TEXT PRIMARY KEY, sig BLOB)",
     "CREATE TABLE pkgsets (pkgkey TEXT PRIMARY KEY, packages TEXT)",
     "CREATE TABLE state (id INTEGER PRIMARY KEY, tree BLOB, gen INTEGER)",
@@ -77,13 +92,13 @@ _SCHEMA = (
     "CREATE TABLE cardsets (key TEXT PRIMARY KEY, body TEXT)",
     "PRAGMA user_version = %d" % VERSION,
 )
-_TABLES = {"files", "docs", "fileterms", "dirs", "pkgsets", "state", "outputs", "cards", "cardsets"}
-_BY_PATH = ("docs", "cards")
-"""The tables besides ``files`` and ``fileterms`` whose rows are a file's, keyed by its relative path: deleted
-with it (a file gone or read again)."""
+_TABLES = {"files", "docs", "fileterms", "termkeys", "dirs", "pkgsets", "state", "outputs", "cards", "cardsets"}
+_BY_PATH = ("cards",)
+"""The tables besides ``files``, ``docs`` and ``fileterms`` (by the file's id) whose rows are a file's, keyed by its
+relative path: deleted with it (a file gone or read again)."""
 _INDEXES = {name: "CREATE INDEX IF NOT EXISTS %s ON %s" % (name, on) for name, on in (
     ("files_run", "files (run_id)"), ("files_parent", "files (parent)"), ("files_grp", "files (grp)"),
-    ("files_pkg", "files (pkgkey)"), ("terms_kv", "fileterms (key, value, id)"), ("terms_id", "fileterms (id)"))}
+    ("files_pkg", "files (pkgkey)"), ("terms_kv", "fileterms (kid, value)"))}
 """Made after the rows by a cold build (sorting once is several times cheaper than inserting each row's
 entries into six B-trees one by one), and again by :func:`connect` where a build stopped before it made them."""
 
@@ -287,7 +302,8 @@ def update(conn: sqlite3.Connection, prefix: str, walked: Walked, sigs: List[Tup
                 if row.card is not None and row.card[1] is not None and row.card[1][0] not in seen_cards:
                     seen_cards.add(row.card[1][0])
                     card_sets.append(row.card[1])
-                if key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path):
+                if (key is not None and row.cacheable and now - KEY.unpack(key)[1] > RACY_NS and storable(path)
+                        and (row.terms is None or len(row.terms[0]) < _TERM_SPAN)):
                     new_rows.append((path, row))
                 else:
                     uncached.add(path)
@@ -366,6 +382,7 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
     count = conn.execute("SELECT gen FROM state").fetchone()[0]
     clean = before.clean and count == before.count  # else another writer: our tree digest may not be the database's
     next_id = conn.execute("SELECT ifnull(max(id), 0) + 1 FROM files").fetchone()[0]
+    kids = dict(conn.execute("SELECT key, kid FROM termkeys").fetchall())  # read in the transaction: current
     for d in pending:
         got = conn.execute("SELECT sig FROM dirs WHERE dir = ?", (d.dir,)).fetchone()
         if (got[0] if got else None) != d.old_sig:
@@ -378,9 +395,9 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
         conn.executemany("INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                          [(i, rel) + _files_values(row) for i, (rel, row) in zip(ids, d.rows)])
         conn.executemany("INSERT OR REPLACE INTO docs VALUES (?, ?, ?)",
-                         [(rel,) + _docs_values(row) for rel, row in d.rows])
-        conn.executemany("INSERT INTO fileterms VALUES (?, ?, ?)",
-                         [(i, k, v) for i, (_, row) in zip(ids, d.rows) for k, v in row.terms or ()])
+                         [(i,) + _docs_values(row) for i, (_, row) in zip(ids, d.rows)])
+        conn.executemany("INSERT INTO fileterms (rowid, kid, value) VALUES (?, ?, ?)",
+                         _term_rows(conn, ids, d.rows, kids))
         conn.executemany("INSERT OR REPLACE INTO cards VALUES (?, ?)",
                          [(rel, row.card[0]) for rel, row in d.rows if row.card is not None])
         if d.new_sig is None:
@@ -397,11 +414,34 @@ def _write_in(conn: sqlite3.Connection, pending: List[_DirWrite], sets: List[Tup
 
 
 
+def _term_rows(conn: sqlite3.Connection, ids: range, rows: List[Tuple[str, Row]], kids: Dict[str, int]
+               ) -> List[Tuple[int, int, Any]]:
+    """The ``fileterms`` rows of ``rows`` (their files' ``ids``): (rowid, key id, value); a key not in ``kids``
+    (``termkeys`` by key) is added to both."""
+    out: List[Tuple[int, int, Any]] = []
+    for i, (_, row) in zip(ids, rows):
+        if row.terms is None:
+            continue
+        keys, values = row.terms
+        at = i << TERM_BITS
+        mark = len(out)
+        try:  # zipped in C: 1.7 million terms at 100,000 runs
+            out.extend(zip(range(at, at + len(keys)), map(kids.__getitem__, keys), values))
+        except KeyError:  # a key new to the database
+            del out[mark:]
+            for k in keys:
+                if k not in kids:
+                    kids[k] = conn.execute("INSERT INTO termkeys (key) VALUES (?)", (k,)).lastrowid
+            out.extend(zip(range(at, at + len(keys)), map(kids.__getitem__, keys), values))
+    return out
+
+
 def _delete(conn: sqlite3.Connection, paths: List[str]) -> None:
     """Delete the rows of the files at ``paths`` (relative) from every table that holds a file's."""
     if not paths:
         return
     keys = [(p,) for p in paths]
-    conn.executemany("DELETE FROM fileterms WHERE id IN (SELECT id FROM files WHERE path = ?)", keys)
+    conn.executemany(_DELETE_TERMS, keys)
+    conn.executemany("DELETE FROM docs WHERE id IN (SELECT id FROM files WHERE path = ?)", keys)
     for table in ("files",) + _BY_PATH:
         conn.executemany("DELETE FROM %s WHERE path = ?" % table, keys)

@@ -23,7 +23,9 @@ operator, or a value of the wrong kind, is a :class:`QueryError` naming the expr
 
 The run index answers a clause by index: each run's facts are stored as ``(path, key, value)`` terms
 (:func:`terms`) and a clause's ``sql`` selects the paths that may match (every run that matches, perhaps a few
-more); its ``test`` then decides on those alone, so the answer is the test's with the index and without.
+more); its ``test`` then decides on those alone, so the answer is the test's with the index and without. A run's
+id, group and parent are the index's ``files`` columns already (:data:`COLUMNS`): they are terms only where the
+fact is not that column's text.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from .numbers import ZERO_KEY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
     Test = Callable[[Dict[str, Any], Optional[Dict[str, str]]], bool]
 
@@ -50,6 +52,12 @@ _TEXT = ("run", "group", "parent", "status", "algo", "note", "gpu")
 _PREFIX = ("commit", "config", "packages", "data")
 _VERSION = ("driver", "cuda", "nccl")
 _NUMBER = ("exit", "gpus", "world_size")
+COLUMNS = {"run": "run_id", "group": "grp", "parent": "parent"}
+"""The text keys that are the run index's ``files`` columns too (their names there): see :func:`terms`."""
+DIGEST_CHARS = 16
+"""How much of a commit or digest (``commit.REPO``, ``config``, ``packages``, ``data``) a term holds: a query's
+prefix selects by it (``sha256:`` and 9 hex digits, 16 of a commit: few runs share more by chance), the test
+then by the whole value; 40 to 71 characters each were most of the bytes the cold build wrote and sorted."""
 _ORDER = (">", ">=", "<", "<=")
 
 
@@ -96,13 +104,15 @@ def parse(text: str) -> Clause:
                       sql=_prefix_sql(key, op, value))
     if name:
         raise bad("unknown key %s (keys: %s, %s)" % (key, ", ".join(KEYS), ", ".join(_DOTTED)))
+    if key in COLUMNS:
+        return Clause(text, _text_test(op, value, bad, key), sql=_column_sql(key, op, value))
     if key in _TEXT:
         return Clause(text, _text_test(op, value, bad, key),
                       sql=_term(key, "value = ?", value) if op in ("=", "==") else _term(key) if op != "!=" else None)
     if key in _PREFIX:
-        if key == "commit":
+        if key == "commit":  # any repo's: the ``commit.REPO`` terms, one range of keys
             return Clause(text, _prefix_test(op, value, bad, lambda f: list((f.get("commit") or {}).values())),
-                          sql=_prefix_sql(key, op, value))
+                          sql=_prefix_sql(_REPOS, op, value))
         if key == "data":
             digest = value if value.startswith("sha256:") or op is None else "sha256:" + value
             return Clause(text, _prefix_test(op, digest, bad, lambda f: list(f.get("data") or [])),
@@ -111,8 +121,9 @@ def parse(text: str) -> Clause:
     if key == "repo":
         if op not in ("=", "==", "!="):
             raise bad("repo takes = or != and a name")
+        # A repo recorded is one with a commit (gather_facts keeps no other): its ``commit.NAME`` term.
         return Clause(text, lambda f, p: (value in (f.get("commit") or {})) == (op != "!="),
-                      sql=_term(key, "value = ?", value) if op != "!=" else None)
+                      sql=_term("commit." + value) if op != "!=" else None)
     if key in _VERSION:
         vtest = _version_test(op, value, bad)
         exact = op in ("=", "==") and not value.endswith(".*")
@@ -320,41 +331,52 @@ def _arg_test(op: Optional[str], value: str, bad: Callable[[str], QueryError]) -
 
 # -- what the run index stores, and the conditions over it -------------------------------------------
 
-def terms(f: Dict[str, Any]) -> Iterator[Tuple[str, Any]]:
-    """The ``(key, value)`` terms of one run's facts that a clause's ``sql`` asks for: text as ``str``, numbers
+def terms(f: Dict[str, Any], columns: Dict[str, Any]) -> Tuple[List[str], List[Any]]:
+    """The terms of one run's facts that a clause's ``sql`` asks for, as (keys, values): text as ``str``, numbers
     as ``float`` (NaN is stored as NULL, which no comparison passes, as none passes NaN), an argument as its
     :func:`arg_number` or else its :func:`arg_text`. Each condition below selects a superset of what its test
-    passes over these."""
+    passes over these. ``columns``: the run's values of the :data:`COLUMNS` keys as its ``files`` row holds them;
+    a fact that is the same text is not a term (a cold build of 100,000 runs: 300,000 rows fewer to write and
+    sort), any other is (a group recorded as a list, a parent id as a number)."""
+    keys: List[str] = []
+    values: List[Any] = []
+    key_, value_ = keys.append, values.append
     for key in _TEXT + _VERSION:
         v = f.get(key)
-        if v is not None:
-            yield key, str(v)
+        if v is not None and not (key in columns and isinstance(v, str) and columns[key] == v):
+            key_(key)
+            value_(str(v))
     for key in _NUMBER:
         if f.get(key) is not None:  # recorded, whether or not it reads as a number (then NULL)
-            yield key, _float(f.get(key))
+            key_(key)
+            value_(_float(f.get(key)))
     for key in ("config", "packages"):
         if isinstance(f.get(key), str):
-            yield key, f[key]
-    commits = f.get("commit") or {}
-    for repo, sha in commits.items():
-        yield "repo", repo
+            key_(key)
+            value_(f[key][:DIGEST_CHARS])
+    for repo, sha in (f.get("commit") or {}).items():  # ``repo=NAME`` asks ``commit.NAME``: a repo kept has one
         if isinstance(sha, str):
-            yield "commit." + repo, sha
-    for sha in sorted({s for s in commits.values() if isinstance(s, str)}):
-        yield "commit", sha
+            key_("commit." + repo)
+            value_(sha[:DIGEST_CHARS])
     for digest in f.get("data") or ():
         if isinstance(digest, str):
-            yield "data", digest
+            key_("data")
+            value_(digest[:DIGEST_CHARS])
     if f.get("dirty"):
-        yield "dirty", 1
+        key_("dirty")
+        value_(1)
     for name, v in (f.get("metric") or {}).items():
-        yield "metric." + name, _float(v)
+        key_("metric." + name)
+        value_(_float(v))
     for name, v in (f.get("arg") or {}).items():
         if v is not None:
             n = arg_number(v)
-            yield "arg." + name, arg_text(v) if n is None else n
+            key_("arg." + name)
+            value_(arg_text(v) if n is None else n)
     if f.get("same") is not None:
-        yield "same", f["same"]
+        key_("same")
+        value_(f["same"])
+    return keys, values
 
 
 def _float(v: Any) -> Optional[float]:
@@ -368,9 +390,26 @@ def _float(v: Any) -> Optional[float]:
 
 
 def _term(key: str, cond: str = "", *params: Any) -> Tuple[str, List[Any]]:
-    """The paths of the runs with a term ``key`` (whose ``value`` meets ``cond``)."""
-    return ("path IN (SELECT path FROM terms WHERE key = ?%s)" % (" AND " + cond if cond else ""),
-            [key] + list(params))
+    """The paths of the runs with a term ``key`` (whose ``value`` meets ``cond``); ``key`` :data:`_REPOS`: a term
+    of any ``commit.REPO``."""
+    keys, at = ("key >= ? AND key < ?", ["commit.", "commit/"]) if key == _REPOS else ("key = ?", [key])
+    return ("path IN (SELECT path FROM terms WHERE %s%s)" % (keys, " AND " + cond if cond else ""), at + list(params))
+
+
+_REPOS = "commit.*"
+"""``commit`` (any repo) asks the ``commit.REPO`` terms (``.`` to ``/``: every key that starts ``commit.``), the
+index's keys by name then each one's range of values: a commit is stored once, not again under ``commit``. No
+query's key is this (a key has no ``*``)."""
+
+
+def _column_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:
+    """A run id, group or parent: its ``files`` column, or its term where the fact is not that text."""
+    column = COLUMNS[key]
+    if op == "!=":
+        return None
+    if op in ("=", "=="):
+        return "(%s = ? OR path IN (SELECT path FROM terms WHERE key = ? AND value = ?))" % column, [value, key, value]
+    return "(%s IS NOT NULL OR path IN (SELECT path FROM terms WHERE key = ?))" % column, [key]
 
 
 def _number_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:
@@ -385,8 +424,10 @@ def _prefix_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, 
     if op == "!=" or not value:
         return None
     # The values that start with an ASCII prefix (a digest's shape) are those from it up to the prefix with its
-    # last character one higher: a range of the index, exactly.
-    return _term(key, "value >= ? AND value < ?", value, value[:-1] + chr(ord(value[-1]) + 1))
+    # last character one higher: a range of the index. The terms hold the digests' first DIGEST_CHARS: a value
+    # that starts with the prefix starts with its first DIGEST_CHARS (the test decides on the whole value).
+    cut = value[:DIGEST_CHARS]
+    return _term(key, "value >= ? AND value < ?", cut, cut[:-1] + chr(ord(cut[-1]) + 1))
 
 
 def _arg_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:

@@ -431,7 +431,7 @@ class _Part(Record):
     def stored(self, where: str, params: Sequence[Any], want: Sequence[str]) -> List[Row]:
         """The stored rows where ``where`` holds, with what ``want`` asks for (see :func:`listing`)."""
         cols = ", ".join(_LAZY[f] if f in _LAZY and _want_of(f) not in want else COLUMN.get(f, f) for f in STORED)
-        join = " LEFT JOIN docs USING (path)" if "doc" in want or "facts" in want else ""
+        join = " LEFT JOIN docs USING (id)" if "doc" in want or "facts" in want else ""
         rows = list(itertools.starmap(Row, self.conn.execute(
             "SELECT %s FROM files%s%s" % (cols, join, " WHERE " + where if where else ""), params)))
         p = self.prefix

@@ -18,7 +18,7 @@ from .numbers import read_int
 from .query import terms
 from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
-from .sections import parse_manifest_text, shared
+from .sections import HOT_MAX, parse_manifest_text, shared
 from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
@@ -56,7 +56,7 @@ class Row:
         self.path, self.run_id, self.generated_at, self.group, self.parent = path, run_id, generated_at, group, parent
         self.error, self.cells, self.doc_json, self.facts_json, self.pkgkey = error, cells, doc_json, facts_json, pkgkey
         self.cacheable = cacheable
-        self.terms = None  # (key, value) pairs the index looks the facts up by (query.terms), when read
+        self.terms = None  # (keys, values) the index looks the facts up by (query.terms), when read
         self.card = None  # what a caller's card maker made of the bytes read (read_row's ``card``), when asked
         self._doc = self._facts = None  # the JSON texts parsed, on first use
 
@@ -138,7 +138,7 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
     if facts and raw is not None:
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
         row.facts_json = _text(found)
-        row.terms = list(terms(found))
+        row.terms = terms(found, {"run": row.run_id, "group": row.group, "parent": row.parent})  # (keys, values)
     if card is not None and raw is not None:
         row.card = card(path, raw, whole)
     return row, pkgs
@@ -233,7 +233,7 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
         "world_size": get(doc, "training.world_size", None),
         "config": scalar(get(doc, "config.hash", None)),
         "packages": scalar(get(doc, "environment.packages_digest", None)),
-        "data": _data_digests(doc), "metric": _metrics(doc), "arg": _args(doc),
+        "data": _by_part("data", doc, _data_digests), "metric": _metrics(doc), "arg": _by_part("config", doc, _args),
     }
     f["same"] = _same_key(code, f["config"], key)
     return f, pkgs, key
@@ -250,7 +250,7 @@ def _machine(doc: Dict[str, Any]) -> Tuple[Any, ...]:
     value = gpus(doc) + tuple(scalar(recorded(doc, "hardware.%s_version" % name, None))
                               for name in ("driver", "cuda", "nccl"))
     if all(p is None or shared(p) for p in parts):
-        if len(_BY_MACHINE) >= 256:
+        if len(_BY_MACHINE) >= HOT_MAX:  # as many as sections shared: the bench tree cycles through 300 venvs
             _BY_MACHINE.clear()
         _BY_MACHINE[key] = (parts, value)  # the sections held: their ids are no other's while it lives
     return value
@@ -260,6 +260,26 @@ _MACHINE_FROM = tuple(sorted({"hardware"} | {source.split(".")[0] for source, ta
                                             if target.startswith("hardware.")}))
 """The top-level sections :func:`_machine` reads: ``hardware``, and where Relax records the same facts."""
 _BY_MACHINE: Dict[Tuple[int, ...], Tuple[Tuple[Any, ...], Tuple[Any, ...]]] = {}
+
+
+def _by_part(name: str, doc: Dict[str, Any], make: Callable[[Dict[str, Any]], Any]) -> Any:
+    """``make(doc)``, which reads only the top-level section ``name``, remembered by that section when :mod:`sections`
+    shares it (a sweep's runs share their config, a tree's its data inputs). The value is shared: the facts
+    holding it are only ever written out as text (:func:`read_row`)."""
+    part = doc.get(name)
+    if part is None or not shared(part):
+        return make(doc)
+    got = _BY_PART.get((name, id(part)))
+    if got is not None and got[0] is part:
+        return got[1]
+    value = make(doc)
+    if len(_BY_PART) >= HOT_MAX:
+        _BY_PART.clear()
+    _BY_PART[(name, id(part))] = (part, value)  # the section held: its id is no other's while it lives
+    return value
+
+
+_BY_PART: Dict[Tuple[str, int], Tuple[Any, Any]] = {}
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:
@@ -310,5 +330,4 @@ def _same_key(code: Dict[str, Any], config: Optional[str], pkgkey: Optional[str]
             if patch is None or patch_incomplete(repo.get("patch")):
                 return None
         parts.append([name, repo["commit"], patch])
-    text = json.dumps([parts, config, pkgkey], separators=(",", ":"))
-    return sha256_hex(text.encode())[:32]
+    return sha256_hex(_ENCODE([parts, config, pkgkey]).encode())[:32]  # json.dumps's text, without a new encoder

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from relaxrepro.manifest import runindex
+from relaxrepro.manifest import indexdb, runindex
 from tests.helpers.common import clean_env, run_cli
 from tests.helpers.recording import make_doc, put
 
@@ -50,7 +50,8 @@ def _tree(tmp_path: Path) -> Path:
                                 **({"parent": {"run_id": "run%02d" % (i - 1), "reason": "load", "found": True}}
                                    if i else {})},
                        outcome={"status": "ok" if i != 3 else "failed", "exit_code": 0 if i != 3 else 1},
-                       results={"metrics": metrics})
+                       results={"metrics": metrics},
+                       data={"inputs": [{"path": "d", "full": {"sha256": "sha256:%064x" % (i // 4)}}]})
         _age(put(runs / doc["lineage"]["group"], doc))
     bad = runs / "bad"
     bad.mkdir()
@@ -71,6 +72,9 @@ def _tree(tmp_path: Path) -> Path:
     odd = dict(planted, run_id="odd", code={"relax": {"commit": "f" * 40, "dirty": True}},
                lineage={"note": "\u202eodd", "parent": {"run_id": "planted"}})
     _age(put(runs / "planted", odd))
+    # A group and a parent id that are numbers: not the index's text columns, so looked up by their terms.
+    numbers = dict(odd, run_id="numbers", lineage={"group": 5, "parent": {"run_id": 7}})
+    _age(put(runs / "planted", numbers))
     return runs
 
 
@@ -97,10 +101,14 @@ QUERIES = [
     "arg.epochs>5", "arg.epochs<0", "arg.tag~3E-4", "arg.nothing", "arg.lr.a", "arg.epochs=[1, \"x\"]",
     "metric.auc>0.88", "metric.auc=0.87", "metric.auc!=0.87", "metric.loss", "metric.loss<0.3", "metric.loss!=0.5",
     "metric.count>1e300", "metric.count<-1e300", "metric.count!=0", "metric.f1>0.9", "metric.odd",
-    "run=run03", "run=run0", "run!=run03", "run~RUN0", "run", "group=g1", "group!=g1", "group", "parent=run02",
-    "parent=run00x", "parent", "status=failed", "status~fail", "note~sweep lr 4", "note=Sweep LR 4", "note=7",
-    "commit=0000", "commit=" + "%040x" % 2, "commit.relax=" + "0" * 39, "commit.other", "repo=relax",
+    "run=run03", "run=run0", "run!=run03", "run~RUN0", "run", "run=numbers", "group=g1", "group!=g1", "group",
+    "group=5", "group!=5", "group~G", "group=['not', 'text']", "parent=run02", "parent=run00x", "parent", "parent=7",
+    "parent!=7", "parent~RUN0", "repo=other", "repo!=other", "status=failed", "status~fail", "note~sweep lr 4",
+    "note=Sweep LR 4", "note=7",
+    "commit=0000", "commit=" + "%040x" % 2, "commit", "commit!=0000", "commit=ffff", "commit.relax=" + "0" * 39,
+    "commit.other", "repo=relax",
     "repo!=relax", "exit=1", "exit!=0", "exit", "dirty", "dirty=false", "config=sha256:cc", "packages=sha256:x",
+    "config=sha256:" + "c" * 64, "config=sha256:" + "c" * 63 + "d", "data=" + "0" * 64, "data=" + "0" * 63 + "1",
     "pkg.torch==2.3.1", "gpus", "cuda>=12",
 ]
 
@@ -157,8 +165,9 @@ def test_a_query_reads_the_facts_of_the_runs_it_may_match_only(tmp_path):
                                                                                 "arg.lr=1e-3", "parent=run04")}
     db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE docs SET facts = '{not json' WHERE path NOT IN ('g0/manifest_run02.json', "
-                 "'g1/manifest_run05.json', 'g0/manifest_run06.json', 'g1/manifest_run07.json')")
+    conn.execute("UPDATE docs SET facts = '{not json' WHERE id NOT IN (SELECT id FROM files WHERE path IN "
+                 "('g0/manifest_run02.json', 'g1/manifest_run05.json', 'g0/manifest_run06.json', "
+                 "'g1/manifest_run07.json'))")
     conn.commit()
     conn.close()
     for where, out in expected.items():
@@ -200,6 +209,27 @@ def test_terms_follow_a_file_that_changes(tmp_path):
     got = sqlite3.connect(db).execute("SELECT value FROM terms WHERE key = 'arg.lr' AND path = "
                                       "'g0/manifest_run00.json'").fetchall()
     assert got == [(0.5,)]
+    conn = sqlite3.connect(db)
+    orphans = conn.execute("SELECT count(*) FROM fileterms WHERE rowid >> %d NOT IN (SELECT id FROM files)"
+                           % indexdb.TERM_BITS).fetchone()[0]
+    assert orphans == 0  # the file's old terms went with its old row
+    path.unlink()
+    assert "run00" not in _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr"))
+    assert conn.execute("SELECT count(*) FROM fileterms").fetchone()[0] == conn.execute(
+        "SELECT count(*) FROM terms").fetchone()[0]
+
+
+def test_a_run_id_group_and_parent_that_are_text_are_looked_up_in_their_columns_not_stored_as_terms(tmp_path):
+    _tree(tmp_path)
+    _both(tmp_path, "ls", "runs")
+    db = runindex.db_path(str(tmp_path / "cache" / "index"), str(tmp_path / "runs"))
+    got = sqlite3.connect(db).execute("SELECT key, value FROM terms WHERE key IN ('run', 'group', 'parent', 'repo',"
+                                      " 'commit') ORDER BY key, value").fetchall()
+    assert got == [("group", "5"), ("group", "['not', 'text']"), ("parent", "7")]
+    assert _ids(_both(tmp_path, "ls", "runs", "--where", "parent=run02")) == ["run03"]
+    assert _ids(_both(tmp_path, "ls", "runs", "--where", "repo=relax", "--where", "group=g1")) == [
+        "run01", "run03", "run05", "run07"]
+    assert "numbers" in _both(tmp_path, "ls", "runs", "--where", "parent=7").stdout
 
 
 def test_a_file_read_once_for_the_listing_and_the_facts_lists_as_the_partial_reader_reads_it(tmp_path):
@@ -234,7 +264,7 @@ def test_indexes_a_build_did_not_make_are_made_by_the_next_use(tmp_path):
     conn.close()
     assert _ids(_both(tmp_path, "ls", "runs", "--where", "arg.lr=1e-3")) == ["run02", "run06"]
     names = {r[0] for r in sqlite3.connect(db).execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert {"terms_kv", "terms_id", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
+    assert {"terms_kv", "files_run", "files_parent", "files_grp", "files_pkg"} <= names
 
 
 # -- relaxrepro.runs: the same questions from Python ------------------------------------------------
@@ -257,7 +287,7 @@ def test_runs_answers_every_clause_as_ls_does_with_and_without_the_index(tmp_pat
         assert sorted(got) == sorted(r["path"] for r in listed if "error" not in r), where
     assert _paths(indexed.where("arg.lr=3e-4", "group=g0")) == ["runs/g0/manifest_run00.json",
                                                                 "runs/g0/manifest_run04.json"]
-    assert len(indexed.where()) == 10  # every readable run: the eight, planted and odd
+    assert len(indexed.where()) == 11  # every readable run: the eight, planted, odd and numbers
     assert indexed.warnings == []
 
 
