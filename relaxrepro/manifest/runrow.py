@@ -19,7 +19,7 @@ from .query import terms
 from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
 from .sections import HOT_MAX, parse_manifest_text, shared
-from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
+from .summary import LS_FIELDS, algorithm, gpu_cell, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -137,7 +137,8 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
         if card is not None and raw is not None:
             row.card = card(path, raw, whole)
         return row, None
-    row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
+    cells = ls_cells(doc, run_id_of(doc), gpu=_by_part("hardware", doc, gpu_cell))
+    row = _row(path, doc, None, "\t".join(cells), cacheable=raw is not None)
     pkgs = None
     if facts and raw is not None:
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
@@ -292,23 +293,23 @@ _BY_MACHINE: Dict[Tuple[int, ...], Tuple[Tuple[Any, ...], Tuple[Any, ...]]] = {}
 
 
 def _by_part(name: str, doc: Dict[str, Any], make: Callable[[Dict[str, Any]], Any]) -> Any:
-    """``make(doc)``, which reads only the top-level section ``name``, remembered by that section when :mod:`sections`
-    shares it (a sweep's runs share their config, a tree's its data inputs). The value is shared: the facts
-    holding it are only ever written out as text (:func:`read_row`)."""
+    """``make(doc)``, which reads only the top-level section ``name``, remembered by ``make`` and that section
+    when :mod:`sections` shares it (a sweep's runs share their config, a tree's its data inputs and machines). The
+    value is shared: the rows holding it are only ever written out as text (:func:`read_row`)."""
     part = doc.get(name)
     if part is None or not shared(part):
         return make(doc)
-    got = _BY_PART.get((name, id(part)))
+    got = _BY_PART.get((make, id(part)))
     if got is not None and got[0] is part:
         return got[1]
     value = make(doc)
     if len(_BY_PART) >= HOT_MAX:
         _BY_PART.clear()
-    _BY_PART[(name, id(part))] = (part, value)  # the section held: its id is no other's while it lives
+    _BY_PART[(make, id(part))] = (part, value)  # the section held: its id is no other's while it lives
     return value
 
 
-_BY_PART: Dict[Tuple[str, int], Tuple[Any, Any]] = {}
+_BY_PART: Dict[Tuple[Callable[[Dict[str, Any]], Any], int], Tuple[Any, Any]] = {}
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:

@@ -75,7 +75,7 @@ def _plain(monkeypatch, path: str) -> tuple:
     with monkeypatch.context() as m:
         m.setattr(sections, "_by_section", lambda raw: None)
         m.setattr(runrow, "shared", lambda value: False)
-        m.setattr(runrow, "ls_cells", lambda doc, run_id: [safe_text(c) for c in ls_cells(doc, run_id)])
+        m.setattr(runrow, "ls_cells", lambda doc, run_id, gpu=None: [safe_text(c) for c in ls_cells(doc, run_id)])
         m.setattr(runrow, "_ENCODE", json.JSONEncoder(separators=(",", ":")).encode)
         for cache in ("_SETS", "_BY_SECTION", "_BY_PART", "_BY_MACHINE"):
             m.setattr(runrow, cache, {})
