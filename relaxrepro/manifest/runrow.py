@@ -179,12 +179,13 @@ def _compiled_encoder() -> Callable[[Any], str]:
     """``json.JSONEncoder(separators=(",", ":")).encode``, its C encoder made once: ``encode`` makes one per call
     (~1.5 us; a cold index encodes three values a run). No circular check: what it encodes was parsed from JSON
     or built from that, never circular. The plain encoder where there is no C one (or it writes otherwise)."""
-    plain = json.JSONEncoder(separators=(",", ":")).encode
+    encoder = json.JSONEncoder(separators=(",", ":"))
+    plain = encoder.encode
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return plain
-    try:
-        once = make(None, None, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    try:  # its default too: a value json cannot write raises the same TypeError
+        once = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
     except TypeError:  # another interpreter's signature
         return plain
 

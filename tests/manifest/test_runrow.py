@@ -110,6 +110,8 @@ def test_the_encoder_writes_what_json_writes():
     for value in ({"a": [1.5, float("nan"), float("-inf"), 10 ** 30, True, None]}, ["\u00e9\u2028\ud800", {}],
                   {"k": {"x": "y\n"}}, [], 0.1 + 0.2):
         assert runrow._ENCODE(value) == plain(value)
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        runrow._ENCODE({"a": {1}})
 
 
 def test_a_member_without_its_comma_or_a_comma_after_the_last_is_parsed_whole():
