@@ -19,7 +19,7 @@ from .query import terms
 from .reader import ManifestError, ReadError, read_bytes, read_whole
 from .scan import Entry, read_fields
 from .sections import HOT_MAX, parse_manifest_text, shared
-from .summary import LS_FIELDS, algorithm, gpus, lineage_of, ls_cells, parent_id, run_id_of
+from .summary import LS_FIELDS, algorithm, gpu_cell, gpus, lineage_of, ls_cells, parent_id, run_id_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -91,17 +91,21 @@ def slim(doc: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(code, dict):
         out["code"] = {n: {k: r[k] for k in ("commit", "dirty") if k in r} for n, r in code.items()
                        if isinstance(r, dict)}
-    hw = doc.get("hardware")
-    if isinstance(hw, dict):
-        keep = {k: hw[k] for k in ("gpu_count", "gpu_model", "gpu") if k in hw}
-        if isinstance(hw.get("gpus"), list):
-            keep["gpus"] = [{k: g[k] for k in ("model", "name") if k in g} if isinstance(g, dict) else None
-                            for g in hw["gpus"]]
-        out["hardware"] = keep
+    if isinstance(doc.get("hardware"), dict):
+        out["hardware"] = _by_part("hardware", doc, _slim_hardware)  # shared: slim's answer is only written out
     training = doc.get("training")
     if isinstance(training, dict):
         out["training"] = {k: training[k] for k in ("algorithm", "algo") if k in training}
     return out
+
+
+def _slim_hardware(doc: Dict[str, Any]) -> Dict[str, Any]:
+    hw = doc["hardware"]
+    keep = {k: hw[k] for k in ("gpu_count", "gpu_model", "gpu") if k in hw}
+    if isinstance(hw.get("gpus"), list):
+        keep["gpus"] = [{k: g[k] for k in ("model", "name") if k in g} if isinstance(g, dict) else None
+                        for g in hw["gpus"]]
+    return keep
 
 
 def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> Tuple[Row, Optional[Dict[str, str]]]:
@@ -133,7 +137,8 @@ def read_row(path: str, *, facts: bool = False, card: Optional[Card] = None) -> 
         if card is not None and raw is not None:
             row.card = card(path, raw, whole)
         return row, None
-    row = _row(path, doc, None, "\t".join(ls_cells(doc, run_id_of(doc))), cacheable=raw is not None)
+    cells = ls_cells(doc, run_id_of(doc), gpu=_by_part("hardware", doc, gpu_cell))
+    row = _row(path, doc, None, "\t".join(cells), cacheable=raw is not None)
     pkgs = None
     if facts and raw is not None:
         found, pkgs, row.pkgkey = gather_facts(whole if isinstance(whole, dict) else doc)
@@ -170,7 +175,27 @@ def _text(value: Any) -> str:
     return _ENCODE(value)
 
 
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+def _compiled_encoder() -> Callable[[Any], str]:
+    """``json.JSONEncoder(separators=(",", ":")).encode``, its C encoder made once: ``encode`` makes one per call
+    (~1.5 us; a cold index encodes three values a run). No circular check: what it encodes was parsed from JSON
+    or built from that, never circular. The plain encoder where there is no C one (or it writes otherwise)."""
+    encoder = json.JSONEncoder(separators=(",", ":"))
+    plain = encoder.encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return plain
+    try:  # its default too: a value json cannot write raises the same TypeError
+        once = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, True)
+    except TypeError:  # another interpreter's signature
+        return plain
+
+    def encode(value: Any) -> str:
+        return "".join(once(value, 0))
+    probe = [{"a\u00e9\n": [1.5, float("nan"), -float("inf"), 10**30, True, None, "\ud800"]}, "x", 3]
+    return encode if encode(probe) == plain(probe) else plain
+
+
+_ENCODE = _compiled_encoder()
 
 
 def package_key(pkgs: Optional[Dict[str, str]]) -> Optional[str]:
@@ -230,13 +255,19 @@ def gather_facts(doc: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Dict[str
         "dirty": any(isinstance(r, dict) and bool(r.get("dirty")) for r in code.values()),
         "commit": commits, "gpu": model, "gpus": count,
         "driver": driver, "cuda": cuda, "nccl": nccl,
-        "world_size": get(doc, "training.world_size", None),
-        "config": scalar(get(doc, "config.hash", None)),
-        "packages": scalar(get(doc, "environment.packages_digest", None)),
+        "world_size": _in(doc, "training", "world_size"),
+        "config": scalar(_in(doc, "config", "hash")),
+        "packages": scalar(_in(doc, "environment", "packages_digest")),
         "data": _by_part("data", doc, _data_digests), "metric": _metrics(doc), "arg": _by_part("config", doc, _args),
     }
     f["same"] = _same_key(code, f["config"], key)
     return f, pkgs, key
+
+
+def _in(doc: Dict[str, Any], name: str, key: str) -> Any:
+    """``fields.get(doc, "name.key", None)`` without splitting the name (six a run, 100,000 runs)."""
+    part = doc.get(name)
+    return part.get(key) if isinstance(part, dict) else None
 
 
 def _machine(doc: Dict[str, Any]) -> Tuple[Any, ...]:
@@ -263,28 +294,28 @@ _BY_MACHINE: Dict[Tuple[int, ...], Tuple[Tuple[Any, ...], Tuple[Any, ...]]] = {}
 
 
 def _by_part(name: str, doc: Dict[str, Any], make: Callable[[Dict[str, Any]], Any]) -> Any:
-    """``make(doc)``, which reads only the top-level section ``name``, remembered by that section when :mod:`sections`
-    shares it (a sweep's runs share their config, a tree's its data inputs). The value is shared: the facts
-    holding it are only ever written out as text (:func:`read_row`)."""
+    """``make(doc)``, which reads only the top-level section ``name``, remembered by ``make`` and that section
+    when :mod:`sections` shares it (a sweep's runs share their config, a tree's its data inputs and machines). The
+    value is shared: the rows holding it are only ever written out as text (:func:`read_row`)."""
     part = doc.get(name)
     if part is None or not shared(part):
         return make(doc)
-    got = _BY_PART.get((name, id(part)))
+    got = _BY_PART.get((make, id(part)))
     if got is not None and got[0] is part:
         return got[1]
     value = make(doc)
     if len(_BY_PART) >= HOT_MAX:
         _BY_PART.clear()
-    _BY_PART[(name, id(part))] = (part, value)  # the section held: its id is no other's while it lives
+    _BY_PART[(make, id(part))] = (part, value)  # the section held: its id is no other's while it lives
     return value
 
 
-_BY_PART: Dict[Tuple[str, int], Tuple[Any, Any]] = {}
+_BY_PART: Dict[Tuple[Callable[[Dict[str, Any]], Any], int], Tuple[Any, Any]] = {}
 
 
 def _data_digests(doc: Dict[str, Any]) -> List[str]:
     found = []
-    inputs = get(doc, "data.inputs", None)
+    inputs = _in(doc, "data", "inputs")
     for item in inputs if isinstance(inputs, list) else []:
         if isinstance(item, dict):
             for part in ("full", "quick"):
@@ -296,14 +327,14 @@ def _data_digests(doc: Dict[str, Any]) -> List[str]:
 
 def _args(doc: Dict[str, Any]) -> Dict[str, Any]:
     """``config.resolved_args`` flat, named as ``compare`` names them (``arg.optim.lr`` is ``optim.lr`` here)."""
-    node = get(doc, "config.resolved_args", None)
+    node = _in(doc, "config", "resolved_args")
     return flatten(node, max_depth=ARG_DEPTH) if isinstance(node, dict) else {}
 
 
 def _metrics(doc: Dict[str, Any]) -> Dict[str, float]:
     """``results.metrics`` as floats ("NaN", "Infinity" read back as such; anything else left out)."""
     out = {}
-    table = get(doc, "results.metrics", None)
+    table = _in(doc, "results", "metrics")
     for name, value in (table.items() if isinstance(table, dict) else ()):
         if isinstance(value, bool):
             continue

@@ -161,8 +161,11 @@ def time_cell(value: Any) -> str:
     return "-"
 
 
-def ls_cells(doc: Dict[str, Any], run_id: Optional[str]) -> List[str]:
-    """The cells of one ``ls`` row but its path, each one escaped line (the run index stores them)."""
-    return [safe_text(c) for c in (run_id or "-", time_cell(doc.get("generated_at")), code_cell(doc),
-                                   algorithm(doc) or "-", gpu_cell(doc), str(lineage_of(doc).get("group") or "-"),
-                                   parent_id(doc) or "-", outcome_text(doc), trackers_cell(doc))]
+def ls_cells(doc: Dict[str, Any], run_id: Optional[str], gpu: Optional[str] = None) -> List[str]:
+    """The cells of one ``ls`` row but its path, each one escaped line (the run index stores them). ``gpu``:
+    :func:`gpu_cell` of ``doc`` when the caller has it (the cold index keeps it by the shared hardware section)."""
+    cells = (run_id or "-", time_cell(doc.get("generated_at")), code_cell(doc), algorithm(doc) or "-",
+             gpu_cell(doc) if gpu is None else gpu,
+             str(lineage_of(doc).get("group") or "-"), parent_id(doc) or "-", outcome_text(doc), trackers_cell(doc))
+    # safe_text's answer for printable text is the text: 900,000 calls fewer for a cold index of 100,000 runs
+    return [c if type(c) is str and c.isprintable() else safe_text(c) for c in cells]
