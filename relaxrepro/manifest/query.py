@@ -408,8 +408,10 @@ def _column_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, 
     if op == "!=":
         return None
     if op in ("=", "=="):
-        return "(%s = ? OR path IN (SELECT path FROM terms WHERE key = ? AND value = ?))" % column, [value, key, value]
-    return "(%s IS NOT NULL OR path IN (SELECT path FROM terms WHERE key = ?))" % column, [key]
+        sql, params = _term(key, "value = ?", value)
+        return "(%s = ? OR %s)" % (column, sql), [value] + params
+    sql, params = _term(key)
+    return "(%s IS NOT NULL OR %s)" % (column, sql), params
 
 
 def _number_sql(key: str, op: Optional[str], value: str) -> Optional[Tuple[str, List[Any]]]:

@@ -28,7 +28,6 @@ import os
 import signal
 import threading
 
-from ..std import utf8
 from ..std.records import Factory, Record
 from ..std.sha import oversized_int, sha256_hex
 from ..std.text import visible_bytes
@@ -128,7 +127,7 @@ def _to_sidecar(name: str, patch: Dict[str, Any], sidecars: Dict[str, bytes], ru
         body = base64.b64decode(patch.pop("text_base64"))
         patch.pop("text", None)
     else:
-        body = utf8.take(patch.pop("text"))  # the bytes its digest was taken of, when kept (3.5 MB: ~4 ms)
+        body = patch.pop("text").encode("utf-8", "surrogateescape")
     sidecar = "manifest_%s.%s.patch" % (run_id, safe_name(name))
     sidecars[sidecar] = body
     patch["sidecar"] = sidecar

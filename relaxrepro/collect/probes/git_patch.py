@@ -10,7 +10,6 @@ import re
 import stat
 
 from ...manifest.redact.prefilter import Lines, hot_lines
-from ...std import utf8
 from ...std.files import read_regular
 from ...std.records import Factory, Record
 
@@ -185,7 +184,6 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     try:
         stored = text.encode("utf-8")  # strict: a text with no escaped byte is its own UTF-8 (3.5 MB: ~5 ms less)
         inline: Optional[str] = text
-        utf8.keep(text, stored)  # the writer puts these very bytes in the sidecar
     except UnicodeEncodeError:
         stored, inline = text.encode("utf-8", "surrogateescape"), None
     rec: Dict[str, Any] = {

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from ...std import utf8
 from ..model import CONFIG_FILE_MAPS
 from .placeholders import MASK, REDACTED, RULES
 from .redactor import Redactor
@@ -97,10 +96,7 @@ def _rehash_scrubbed(redactor: Redactor, doc: Dict[str, Any], before: Dict[str, 
         import hashlib  # lazy: OpenSSL's ~4 ms, only for a patch a remembered value was found in
 
         patch = doc["code"][name]["patch"]
-        data = text.encode("utf-8", "surrogateescape")
-        utf8.forget(old)
-        utf8.keep(text, data)  # the writer puts these very bytes in the sidecar
-        patch["stored_sha256"] = hashlib.sha256(data).hexdigest()
+        patch["stored_sha256"] = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
         lines = patch.get("redacted_lines")
         patch["redacted_lines"] = sorted(set(lines if isinstance(lines, list) else ()) | set(
             redactor.scrubbed_lines(old, text)))
