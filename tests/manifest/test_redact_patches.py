@@ -209,6 +209,58 @@ def test_a_value_that_reads_as_a_password_is_still_chased_through_the_patch(valu
     assert value not in out and "+connect('db', '***')\n" in out
 
 
+_EXPRESSIONS = [  # (the line of a source file, a copy of its masked value further on; from the standard library)
+    ("+                    password = auth[2]", "+        return [auth[2]]"),
+    ("+        self.user, self.password = user, password", "+    def login(self, user, password):"),
+    ("+        if token == self.eof:", "+        while raw == self.eof:"),
+    ("+        print(\"shlex: token=\" + repr(raw))", "+        print(\"shlex: word=\" + repr(raw))"),
+    ("+def unix_getpass(prompt='Password: ', stream=None):", "+def win_getpass(prompt='>', stream=None):"),
+    ("+        passwd = passwd + 'anonymous@'", "+        who = passwd + 'anonymous@'"),
+]
+
+
+@pytest.mark.parametrize("line,copy", _EXPRESSIONS, ids=["subscript", "tuple", "comparison", "closing-quote",
+                                                          "next-argument", "sum"])
+def test_an_expression_masked_by_its_name_in_source_code_is_not_chased_through_the_patch(line: str,
+                                                                                          copy: str) -> None:
+    # In a source file a text value is a quoted literal (or a number): what follows a secret's name bare is code.
+    # It is masked where it stands, as before, and its copies elsewhere are more code, which stays (the standard
+    # library's 3.5 MB had 19 such values remembered, each one more scan of every patch).
+    red = Redactor(**MACHINE)
+    text, changed = red.lines(_patch(_body(30) + [line] + _body(30) + [copy] + _body(10), name="lib/smtp.py"))
+    assert changed == [35] and "***" in text.splitlines()[34]
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
+    assert copy + "\n" in out and out == text
+
+
+@pytest.mark.parametrize("line,copy", [
+    ("+DB_PASSWORD = 'Tr0ub4dor&3'", "+connect('db', 'Tr0ub4dor&3')"),
+    ('+DB_PASSWORD = 48151623', "+check('48151623')"),
+    ('+conn = "host=db password=Tr0ub4dor&3 port=5432"', "+connect('db', 'Tr0ub4dor&3')"),
+    ("+    # was password=Tr0ub4dor&3 (rotated)", "+connect('db', 'Tr0ub4dor&3')"),
+    ("+// password = Tr0ub4dor&3", "+connect('db', 'Tr0ub4dor&3')"),
+], ids=["quoted", "number", "inside-a-string", "in-a-comment", "in-a-c-comment"])
+@pytest.mark.parametrize("name", ["train.py", "kernel.cu", "run.sh", "notes.txt"])
+def test_a_value_source_code_writes_out_is_still_chased_through_the_patch(line: str, copy: str, name: str) -> None:
+    # A literal, a number, text inside a string or in a comment: the value is text, and its copies are masked; in
+    # a file that is not source code (a shell script, notes) so is any value a secret's name points at.
+    red = Redactor(**MACHINE)
+    text, _ = red.lines(_patch(_body(30) + [line] + _body(30) + [copy] + _body(10), name=name))
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
+    assert "Tr0ub4dor&3" not in out and "48151623" not in out
+    assert out.splitlines()[65] in ("+connect('db', '***')", "+check('***')")
+
+
+@pytest.mark.parametrize("name", ["run.sh", "notes.txt", "config.yaml", "Makefile"])
+def test_outside_source_code_a_bare_value_is_text_and_chased(name: str) -> None:
+    # ``password = auth[2]`` in a shell script or a YAML file is the value itself, not code.
+    red = Redactor(**MACHINE)
+    text, _ = red.lines(_patch(_body(30) + ["+password = auth[2]"] + _body(30) + ["+echo auth[2]"] + _body(10),
+                               name=name))
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
+    assert "auth[2]" not in out and "+echo ***\n" in out
+
+
 @pytest.mark.parametrize("n", [1, 8, 9, 40], ids=["one", "eight-found-one-by-one", "nine-in-one-scan", "forty"])
 def test_every_remembered_value_is_masked_in_a_long_patch(n: int) -> None:
     # Up to eight values are looked for one by one, more in one scan anchored on their rarest characters: the

@@ -14,7 +14,7 @@ import pytest
 from relaxrepro.manifest.redact import Redactor, redact_document
 from relaxrepro.manifest.redact.prefilter import Lines, Stream, _needles, _occurrences, hot_lines
 from tests.manifest.test_redact_leaks import LOOK_ALIKES
-from tests.manifest.test_redact_patches import MACHINE, NEVER, PLANTED, _files_patch, _patch
+from tests.manifest.test_redact_patches import BENIGN, MACHINE, NEVER, PLANTED, _files_patch, _patch
 
 
 def _stdlib_patch(size: int, seed: int) -> str:
@@ -153,3 +153,14 @@ def test_needles_that_share_an_expression_are_each_found_where_str_find_finds_th
             expected.append(at)
             at = low.find(needle, at + 1)
         assert found.get(needle, []) == expected and expected, needle
+
+
+@pytest.mark.parametrize("name,whole", [(".env", True), ("deploy/.netrc", True), (".pgpass", True),
+                                        ("train.py", False), ("kernel.cu", False), ("notes.txt", False)])
+def test_only_a_file_whose_values_run_on_goes_through_the_rules_line_by_line(name: str, whole: bool) -> None:
+    # A .env value runs to the end of its line, a .netrc one stands after a blank: each of their lines is read.
+    # Source code (a mode of its own for what a value is there) is read where a needle stands, like any file.
+    text = _patch(["+" + line for line in BENIGN], name)
+    hot = hot_lines(text, Lines(text), ["/home/alice/", "alice", "gpu-node-17"])
+    starts = [0] + [m.end() for m in re.finditer("\n", text)][:-1]
+    assert hot == (starts if whole else [0])

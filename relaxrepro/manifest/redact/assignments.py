@@ -96,9 +96,19 @@ def _prose_credential(s: str, nstart: int, start: int) -> bool:
     return "=" not in word and ":" not in word and looks_credential(word)
 
 
+_CODE_SUFFIXES = (".py", ".pyi", ".pyx", ".pxd", ".c", ".h", ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".cu", ".cuh",
+                  ".go", ".rs", ".java", ".kt", ".scala", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".cs", ".swift",
+                  ".jl")
+"""Source files of languages that write a text value only as a quoted literal: a bare word after ``=`` is code."""
+LINE_MODES = frozenset(("env", "netrc", "pgpass"))
+"""The modes of :func:`file_mode` whose every line goes through the rules (a value runs on, or stands after a
+blank): the patch's prefilter reads no needle into them."""
+
+
 def file_mode(header: str) -> Optional[str]:
     """How the values of a patched file are written, from its ``diff --git`` line: ``env`` (``.env``, INI:
-    a value runs to the end of its line), ``netrc`` (``password X``), ``pgpass`` (``host:port:db:user:X``)."""
+    a value runs to the end of its line), ``netrc`` (``password X``), ``pgpass`` (``host:port:db:user:X``),
+    ``code`` (a source file: a value is a quoted literal or a number, anything else is an expression)."""
     name = header.rsplit("/", 1)[-1].strip('"').lower()
     if name in (".netrc", "_netrc"):
         return "netrc"
@@ -107,7 +117,25 @@ def file_mode(header: str) -> Optional[str]:
     if name.startswith(".env") or name.endswith((".env", ".ini", ".cfg", ".conf", ".cnf", ".properties")) or (
             name[:1] == "." and name.endswith("rc")):  # .npmrc, .pypirc
         return "env"
+    if name.endswith(_CODE_SUFFIXES):
+        return "code"
     return None
+
+
+def _literal_in_code(s: str, m: "re.Match[str]", group: str, nstart: int, value: str) -> bool:
+    """Whether a value a secret's name points at in a source file is text the file writes out: a quoted literal
+    closed on its line, a number, or whatever follows a name standing in a comment or inside a string
+    (``"host=db password=X"``). Else it is an expression (``password = auth[2]``, ``= user, password``,
+    ``token == self.eof``), or a quote that closes a string (``"token=" + repr(t)``): masked where it stands
+    all the same, but not chased through the rest of the document, where its copies are more code."""
+    if group in ("dq", "sq", "dq2", "sq2"):
+        return s.startswith('"' if group[0] == "d" else "'", m.end(group))
+    if value.strip().isdigit():
+        return True
+    pre = s[s.rfind("\n", 0, nstart) + 1:nstart]
+    code = (pre[1:] if pre[:1] in ("+", "-") else pre).lstrip()
+    return code.startswith(("#", "//", "/*", "*")) or bool(
+        (pre.count('"') - pre.count('\\"')) % 2 or pre.count("'") % 2)
 
 
 
@@ -226,7 +254,8 @@ def _assignment(red: Rules, m: "re.Match[str]", mode: Optional[str]) -> Optional
         value = s[start:end]
     if kind == KIND_ADDRESS and any(c.isspace() for c in value):
         return None
-    new, _ = red.judge(kind, value, rule="url-token" if query else "secret-name")
+    chase = mode != "code" or _literal_in_code(s, m, group, nstart, value)
+    new, _ = red.judge(kind, value, rule="url-token" if query else "secret-name", chase=chase)
     if new == value:
         return None
     return start, end, new

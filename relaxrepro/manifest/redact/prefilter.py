@@ -24,7 +24,7 @@ import re
 from bisect import bisect_right
 from itertools import accumulate
 
-from .assignments import TRIGGERS, file_mode
+from .assignments import LINE_MODES, TRIGGERS, file_mode
 from .names import KIND_SECRET, KIND_WEAK, name_kind, sequence_kind
 
 TYPE_CHECKING = False
@@ -391,7 +391,7 @@ def hot_lines(text: str, lines: Lines, machine: Optional[Iterable[str]]) -> Opti
     # of its lines goes through the rules. Every header holds the needle "diff --git ".
     headers = sorted(s for s in hot if text.startswith("diff --git ", s))
     for k, s in enumerate(headers):
-        if file_mode(text[s:lines.end(s)].rstrip("\r\n")) is not None:
+        if file_mode(text[s:lines.end(s)].rstrip("\r\n")) in LINE_MODES:
             stop = headers[k + 1] if k + 1 < len(headers) else len(text)
             while s < stop:
                 hot.add(s)

@@ -189,20 +189,24 @@ class Redactor:
             self.count("error")
             return REDACTED
 
-    def judge(self, kind: int, value: str, rule: str = "secret-name") -> Tuple[str, bool]:
-        """Apply what a name says about its value; ``done`` when nothing more is left to scan."""
+    def judge(self, kind: int, value: str, rule: str = "secret-name", chase: bool = True) -> Tuple[str, bool]:
+        """Apply what a name says about its value; ``done`` when nothing more is left to scan. ``chase``: a value
+        masked here is remembered, so that :meth:`scrub` masks its copies elsewhere; False for one that is no
+        text a copy could repeat (an expression in code, see :func:`~.assignments.mask_assignments`)."""
         if is_inert(value):
             return value, False  # still scanned: ${TOKEN:-<a real token>} must not pass by its name
         if kind == KIND_SECRET:
             if is_path(value):
                 return value, False
             self.count(rule)
-            self.remember(value)
+            if chase:
+                self.remember(value)
             return name_mask(value), True
         if kind == KIND_WEAK:
             if looks_credential(value):
                 self.count(rule)
-                self.remember(value)
+                if chase:
+                    self.remember(value)
                 return name_mask(value), True
             return value, False
         if kind == KIND_USER:
@@ -211,7 +215,8 @@ class Redactor:
                 return value, True
             if colon and pw and not pw.isdigit() and not is_inert(pw):  # --user bob:PW (uid:gid stays)
                 self.count(rule)
-                self.remember(pw)
+                if chase:
+                    self.remember(pw)
                 if user != "root":
                     self.count("user-name")
                 return (user if user == "root" else USER) + ":" + MASK, True
