@@ -56,12 +56,29 @@ def _mixes(seed: int, n: int) -> List[str]:
     return out
 
 
+_CRED = "Zx9Qw8Er7Ty6Ui5Op4As"
+_KEYS = [  # a weak secret's name (``*_key``) masks a value only when it looks like a credential; internal names
+    'db_key = "%s"' % _CRED, "x.enc_key='%s'" % _CRED, "--wandb-key %s" % _CRED, "hf_key: %s" % _CRED,
+    'os.environ.setdefault("WANDB_KEY", "%s")' % _CRED, "url = 'https://h/?key=%s&x=1'" % _CRED,
+    "key = \\", "    %s" % _CRED, "key =    '%s'" % _CRED, "key := %s" % _CRED, "key == %s" % _CRED,
+    "keys:", "  - %s" % _CRED, "machine h login u key %s" % _CRED, "key\t%s" % _CRED, "KEY=%s;x=1" % _CRED,
+    "key = [%s]" % _CRED, "key = (%s, 1)" % _CRED, "--key='%s'" % _CRED, "key: '%s'  # rotate" % _CRED,
+    "key = next(iter(self))", "dict_keys = type({}.keys())", 'key = "a b c d e f g h i j k 1"',
+    "key = abcdefghijklmnop", "key=/usr/lib/x86_64-linux-gnu/libabc1.so", "key = '%s'" % _CRED[:15],
+    "key = 0x1234567890abcdef1", "sort_keys=True, skipkeys=False", "--key %s" % _CRED[:15], "key %s" % _CRED,
+    "self._int = str(value.int)", "ray-head.internal:6379", "db.corp", "nas.lan", "printer.local:631",
+    "x.lang = 1", "a.localhost", "wiki.intranet/x", "v.internals", "host.corp.example.com",
+]
+
+
 def _corpus() -> Dict[str, str]:
     return {
         "files": _files_patch(),
         "stdlib": _stdlib_patch(400_000, 32),
         "mixes": _patch(_mixes(32, 3000)),
         "planted": _patch(["+" + line for _, line, _ in PLANTED] + ["-" + line for line in LOOK_ALIKES]),
+        "keys": _patch(["+" + line for line in _KEYS] + [" " + line for line in _KEYS], "lib/keys.py")
+        + _patch(["+" + line for line in _KEYS], "notes.txt"),
     }
 
 

@@ -56,8 +56,11 @@ _TOOLS = ("curl", "wget", "mysql", "mariadb", "-cli", "mongo", "sshpass", "smbcl
 followed by a blank or a backslash (``zip a.zip``, not ``zip(a, b)``; ``http POST``, not ``http://``)."""
 _TOOL_WORDS = ("http", "https", "xh", "xhs", "zip", "rar", "login")
 
-_OTHER = ("://", "uthorization", "bearer", "diff --git ", ".int", ".lan", ".loc", ".corp")
-"""URL credentials, headers, a file's header (its mode), internal names."""
+_OTHER = ("://", "uthorization", "bearer", "diff --git ")
+"""URL credentials, headers, a file's header (its mode)."""
+_INTERNAL = (".internal", ".intranet", ".local", ".lan", ".corp")
+"""Internal names' last parts (addresses.py), each where a name may end after it: ``x.lan``, not ``.lang`` or
+``value.int`` (the standard library's 3.5 MB: 190 lines of ``.int`` alone)."""
 
 _cache: Dict[Tuple[str, ...], Tuple[Tuple[Pattern[str], ...], Tuple[_Common, ...]]] = {}
 
@@ -212,6 +215,7 @@ def _listed(machine: Sequence[str]) -> Tuple[List[Tuple[str, str, int]], List[Tu
     needles = [(t, "", _WORD) for t in TRIGGERS]
     needles += [(n, "", _OUTRIGHT) for n in tuple(_SHAPES + _TOOLS + _OTHER) + tuple(machine) if n]
     needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
+    needles += [(n, r"(?![\w-])", _OUTRIGHT) for n in _INTERNAL]
     rare = [n for n in needles if _RARE.intersection(n[0])]
     rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
              (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
@@ -260,6 +264,11 @@ _LIST_KEY_END = re.compile(r"[\"']?[ \t]*:[ \t]*(?:#[^%s]*)?(?:[%s]|\Z)" % (_BRE
 # blanks then a word -- only after a flag (``--api-key X``), or when the word may be a credential (16 characters
 # or more: ``token X`` in prose), or on a .netrc line (``machine h login u password X``).
 _SEPARATOR = re.compile(r"[\"']?\]?[ \t]*(?:[:=]|,[ \t]*[\"'])")
+_CREDENTIAL = re.compile(r"=?[ \t]*[\"']?(?=\S{16})\S*?\d")
+"""After a separator: a value as a weak secret's name must have for a rule to mask it (``names.looks_credential``:
+16 characters or more, unspaced, a digit among them): ``key = next(iter(self))`` has none (the standard library's
+3.5 MB: 284 lines of ``key``, none of them masked)."""
+_CREDENTIAL_WORD = re.compile(r"[ \t]+[\"']?(?=\S{16})\S*?\d")
 _BLANK_WORD = re.compile(r"[ \t]+[^\s=:]")
 _LONG_WORD = re.compile(r"[ \t]+[\"']?\S{16}")
 _NETRC_LINE = re.compile(r"[+ -]?[ \t]*(?:machine|default)\b")
@@ -271,10 +280,15 @@ def _may_assign(text: str, a: int, b: int, kinds: Tuple[int, int], line: int) ->
     may have a value a rule reads: an assignment, a list below it (``tokens:`` alone on its line), a block
     (``password: |``)."""
     kind, seq = kinds
-    if kind:
+    if kind == KIND_WEAK:  # a key's name masks only what looks like a credential, or a .netrc line's word
+        sep = _SEPARATOR.match(text, b)
+        if (sep and _CREDENTIAL.match(text, sep.end())) or _CREDENTIAL_WORD.match(text, b) or (
+                _BLANK_WORD.match(text, b) and _NETRC_LINE.match(text, line)):
+            return True
+    elif kind:
         if _SEPARATOR.match(text, b):
             return True
-        if _BLANK_WORD.match(text, b) and (text[a] == "-" or (kind in (KIND_SECRET, KIND_WEAK) and (
+        if _BLANK_WORD.match(text, b) and (text[a] == "-" or (kind == KIND_SECRET and (
                 _LONG_WORD.match(text, b) or _NETRC_LINE.match(text, line)))):
             return True
     return bool(seq) and _LIST_KEY_END.match(text, b) is not None
