@@ -68,6 +68,10 @@ _KEYS = [  # a weak secret's name (``*_key``) masks a value only when it looks l
     "key = 0x1234567890abcdef1", "sort_keys=True, skipkeys=False", "--key %s" % _CRED[:15], "key %s" % _CRED,
     "self._int = str(value.int)", "ray-head.internal:6379", "db.corp", "nas.lan", "printer.local:631",
     "x.lang = 1", "a.localhost", "wiki.intranet/x", "v.internals", "host.corp.example.com",
+    "if self._closefd:", "closefd:", "aifc:", "addr fd12:3456::1", "[fd00::1]:8080", "x.fd00::1", "fc00::/7",
+    "proto = 'fd::'", "(fdab:cd::2)", "FD00:0:0::1", "fd0:", "http://example.com/x", "https://u:p@h/x",
+    "https://abcdefghijklmnopqrstuvwxyz@github.com/x", "see http://a.b/c?d=e@f", "ftp://host:21/",
+    "'http://a' + '@b'", "HTTPS://U:P@H", "s3://bucket/key@v1", "redis://:Tr0ub4dor&3@cache:6379/0",
 ]
 
 

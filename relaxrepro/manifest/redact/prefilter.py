@@ -56,8 +56,8 @@ _TOOLS = ("curl", "wget", "mysql", "mariadb", "-cli", "mongo", "sshpass", "smbcl
 followed by a blank or a backslash (``zip a.zip``, not ``zip(a, b)``; ``http POST``, not ``http://``)."""
 _TOOL_WORDS = ("http", "https", "xh", "xhs", "zip", "rar", "login")
 
-_OTHER = ("://", "uthorization", "bearer", "diff --git ")
-"""URL credentials, headers, a file's header (its mode)."""
+_OTHER = ("uthorization", "bearer", "diff --git ")
+"""Headers, a file's header (its mode)."""
 _INTERNAL = (".internal", ".intranet", ".local", ".lan", ".corp")
 """Internal names' last parts (addresses.py), each where a name may end after it: ``x.lan``, not ``.lang`` or
 ``value.int`` (the standard library's 3.5 MB: 190 lines of ``.int`` alone)."""
@@ -208,6 +208,12 @@ def anchored(literals: Sequence[str]) -> List[str]:
     return _branches([(v, "", _OUTRIGHT) for v in literals])
 
 
+_ULA = "(?:%s)[0-9a-f]{0,4}:" % "|".join("(?<=f[cd]%s:)(?<![\\w:.]f[cd]%s:)" % (h, h)
+                                        for h in ("", "[0-9a-f]", "[0-9a-f]{2}"))
+"""What an IPv6 ULA address (addresses.py) has around its first ``:``: ``fd12:`` starting a word, then another ``:``
+(not ``closefd:`` or ``aifc:``)."""
+
+
 def _listed(machine: Sequence[str]) -> Tuple[List[Tuple[str, str, int]], List[Tuple[str, str, int]]]:
     """``(needle, what must follow it, what a hit is)`` of every needle (``machine``: this machine's own ones):
     those that have a rare character, with the expressions of an IPv4 address, an IPv6 ULA one, a continued
@@ -216,9 +222,10 @@ def _listed(machine: Sequence[str]) -> Tuple[List[Tuple[str, str, int]], List[Tu
     needles += [(n, "", _OUTRIGHT) for n in tuple(_SHAPES + _TOOLS + _OTHER) + tuple(machine) if n]
     needles += [(n, r"s?[ \t\\]", _OUTRIGHT) for n in _TOOL_WORDS]
     needles += [(n, r"(?![\w-])", _OUTRIGHT) for n in _INTERNAL]
+    needles.append(("://", r"[^\s/@\"'<>]*@", _OUTRIGHT))  # a URL with credentials: urls.py's user part, then @
     rare = [n for n in needles if _RARE.intersection(n[0])]
     rare += [(".", r"(?<=\d\.)\d{1,3}\.\d{1,3}\.\d", _OUTRIGHT),  # an IPv4 address
-             (":", r"(?<=f[cd]:)|(?<=f[cd][0-9a-f]:)|(?<=f[cd][0-9a-f]{2}:)", _OUTRIGHT),  # an IPv6 ULA one
+             (":", _ULA, _OUTRIGHT),  # an IPv6 ULA one
              ("\\", "[\r\n]", _OUTRIGHT),  # a command continued on the next line
              ("-", _FLAG, _FLAG_NAME)]
     return rare, [n for n in needles if not _RARE.intersection(n[0])]
