@@ -185,3 +185,26 @@ def test_only_a_file_whose_values_run_on_goes_through_the_rules_line_by_line(nam
     hot = hot_lines(text, Lines(text), ["/home/alice/", "alice", "gpu-node-17"])
     starts = [0] + [m.end() for m in re.finditer("\n", text)][:-1]
     assert hot == (starts if whole else [0])
+
+
+def test_every_name_of_a_secret_or_a_key_holds_one_of_the_words_followed_up_before_blanks() -> None:
+    # The prefilter follows up a word after blanks (a .netrc line's ``password X``) only behind these trigger words;
+    # a name of a secret or a key without one of them would lose that line. Every two-word name of the words
+    # the names' rules know, in three spellings, is checked.
+    from relaxrepro.manifest.redact import names
+    from relaxrepro.manifest.redact.assignments import TRIGGERS
+    from relaxrepro.manifest.redact.prefilter import _SECRET_WORDS
+
+    vocab = sorted(set().union(names._BENIGN_LAST, names._KEY_QUALIFIERS, names._SPECIAL_TOKEN_WORDS,
+                               names._STRONG_WORDS, names._ADDRESS_LAST, names._NOT_ADDRESS, names._URL_LAST,
+                               names._USER_NAMES, TRIGGERS, ("", "my", "db", "hf", "wandb", "api", "x509", "oauth",
+                                                             "storepass", "keypass", "authtoken", "tokens", "keys")))
+    secret = (names.KIND_SECRET, names.KIND_WEAK)
+    checked = 0
+    for a in vocab:
+        for b in vocab:
+            for name in {a + b, "%s_%s" % (a, b), a + b[:1].upper() + b[1:]}:
+                if name and (names.name_kind(name) in secret or names.sequence_kind(name) in secret):
+                    checked += 1
+                    assert any(w in name.lower() for w in _SECRET_WORDS) or "bearer" in name.lower(), name
+    assert checked > 1000
