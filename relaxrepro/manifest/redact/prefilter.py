@@ -457,12 +457,13 @@ class Stream:
         self._tail += chunk
         cut = self._tail.rfind(_HEADER, max(seen - len(_HEADER), 0))
         if cut >= 0:
-            self._scan(bytes(self._tail[:cut + 1]))
+            with memoryview(self._tail) as view, view[:cut + 1] as done:
+                self._scan(done)  # decoded in place: no copy of the file's bytes
             del self._tail[:cut + 1]
 
-    def _scan(self, data: bytes) -> None:
+    def _scan(self, data: "bytes | bytearray | memoryview") -> None:
         try:
-            text = data.decode("utf-8", "surrogateescape")
+            text = str(data, "utf-8", "surrogateescape")
             found = hot_lines(text, Lines(text), self.machine) or []
         except Exception:  # the patch pass scans the whole text itself
             self.failed = True
@@ -475,7 +476,7 @@ class Stream:
         if self.failed or self.size != len(body):
             return None
         if self._tail:
-            self._scan(bytes(self._tail))
+            self._scan(self._tail)
             self._tail = bytearray()
             if self.failed:
                 return None
