@@ -13,6 +13,7 @@ import pytest
 
 from relaxrepro.manifest.redact import Redactor, redact_document
 from relaxrepro.manifest.redact.prefilter import Lines, Stream, _needles, _occurrences, hot_lines
+from tests.helpers.redact import password
 from tests.manifest.test_redact_leaks import LOOK_ALIKES
 from tests.manifest.test_redact_patches import BENIGN, MACHINE, NEVER, PLANTED, _files_patch, _patch
 
@@ -208,3 +209,25 @@ def test_every_name_of_a_secret_or_a_key_holds_one_of_the_words_followed_up_befo
                     checked += 1
                     assert any(w in name.lower() for w in _SECRET_WORDS) or "bearer" in name.lower(), name
     assert checked > 1000
+
+
+@pytest.mark.parametrize("brk", ["", "\r\n", "\r", "\x0b", "\x1c", "\x85", "\u2028"],
+                         ids=["none", "crlf", "cr", "vt", "fs", "nel", "line-separator"])
+def test_the_line_breaks_a_stream_saw_number_the_changed_lines_as_the_text_does(brk: str) -> None:
+    # A stream tells the patch pass whether a line breaks otherwise than at \n (so the pass need not look again over
+    # megabytes); the changed lines it numbers are those of reading the text whole, wherever the break stands.
+    planted = ["+token = %s" % password("prefilter/odd-%d" % i) for i in range(3)]
+    files = [_patch(["+x = 1", "+y = 2"], "a.py"), _patch(["+note %d%s+z = 3" % (1, brk)] + planted, "b.txt"),
+             _patch(["+w = 4"] + planted, "c.py")]
+    text = "".join(files)
+    body = text.encode("utf-8", "surrogateescape")
+    machine = Redactor(**MACHINE).needles()
+    stream = Stream(machine)
+    for at in range(0, len(body), 5):
+        stream.feed(body[at:at + 5])
+    got, hot = stream.result(body)
+    assert got == text and stream.odd == (Lines(text).starts is not None) == (brk not in ("", "\r\n"))
+    out, changed = Redactor(**MACHINE).lines(text, hot, stream.odd)
+    assert (out, changed) == Redactor(**MACHINE).lines(text)
+    assert changed == [i + 1 for i, (a, b) in enumerate(zip(text.splitlines(), out.splitlines())) if a != b]
+    assert len(changed) == 6

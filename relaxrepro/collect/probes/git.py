@@ -348,7 +348,7 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
                                                                                   ctx.clock, stream)
             scanned = stream.result(parts.body) if stream is not None and parts.body else None
             if scanned is not None:
-                parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine)
+                parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine, stream.odd)
             if parts.incomplete:
                 warnings.append("%s: uncommitted changes not fully recorded (%s: %s)" % (
                     found.name, parts.incomplete_reason, parts.incomplete))

@@ -72,12 +72,14 @@ def needles_of(redactor: Any) -> Optional[List[str]]:
     return needles() if callable(needles) else None
 
 
-def redact_lines(redactor: Any, text: str, hot: Optional[List[int]] = None) -> Tuple[str, List[int]]:
+def redact_lines(redactor: Any, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None
+                 ) -> Tuple[str, List[int]]:
     """``Redactor.lines`` when the redactor has it; else the same contract line by line. ``hot``: the lines
-    :class:`~relaxrepro.manifest.redact.prefilter.Stream` found for the redactor's needles."""
+    :class:`~relaxrepro.manifest.redact.prefilter.Stream` found for the redactor's needles, ``odd`` what it saw of the
+    text's line breaks."""
     fn = getattr(redactor, "lines", None)
     if callable(fn):
-        out, changed = fn(text) if hot is None else fn(text, hot)
+        out, changed = fn(text) if hot is None else fn(text, hot, odd)
         return out, sorted(int(n) for n in changed)
     lines = text.split("\n")
     changed = []
@@ -104,10 +106,10 @@ class PatchParts(Record):
     """Why the tracked changes are missing from ``body`` (one line), None when it is all there."""
     incomplete_reason: Optional[str] = None
     """``timeout``, ``size`` or ``error``: the short form of :attr:`incomplete`."""
-    scanned: Optional[Tuple[int, str, List[int], List[str]]] = None
+    scanned: Optional[Tuple[int, str, List[int], List[str], bool]] = None
     """The first bytes of ``body`` decoded and their hot lines found while git printed them (how many bytes,
-    their text, the hot lines, the needles looked for: :class:`~relaxrepro.manifest.redact.prefilter.Stream`),
-    None when not."""
+    their text, the hot lines, the needles looked for, whether a line breaks otherwise than at ``\n``:
+    :class:`~relaxrepro.manifest.redact.prefilter.Stream`), None when not."""
 
 
 _OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
@@ -179,8 +181,8 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     import hashlib  # only for a dirty repository: OpenSSL's ~4 ms stays off a clean run
 
     original = parts.body
-    text, hot = _text_and_hot(parts, redactor)
-    text, changed = redact_lines(redactor, text, hot)
+    text, hot, odd = _text_and_hot(parts, redactor)
+    text, changed = redact_lines(redactor, text, hot, odd)
     try:
         stored = text.encode("utf-8")  # strict: a text with no escaped byte is its own UTF-8 (3.5 MB: ~5 ms less)
         inline: Optional[str] = text
@@ -220,19 +222,21 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     return rec, original
 
 
-def _text_and_hot(parts: PatchParts, redactor: Any) -> Tuple[str, Optional[List[int]]]:
+def _text_and_hot(parts: PatchParts, redactor: Any) -> Tuple[str, Optional[List[int]], Optional[bool]]:
     """The text of ``parts.body`` and its hot lines when its tracked part was scanned as git printed it, for the
     needles ``redactor`` has (the untracked files' hunks after it, each from its own header, are scanned here);
-    else (the text, None): the patch pass finds them."""
+    else (the text, None): the patch pass finds them. Third: whether a line breaks otherwise than at ``\n``, when
+    that was seen too (None: the patch pass looks)."""
     body = parts.body
     scanned = parts.scanned
     machine = needles_of(redactor)
     if scanned is None or machine is None or scanned[3] != machine or len(body) < scanned[0] or (
             scanned[0] and body[scanned[0] - 1:scanned[0]] != b"\n"):
-        return body.decode("utf-8", "surrogateescape"), None
-    size, head, hot, _machine = scanned
+        return body.decode("utf-8", "surrogateescape"), None, None
+    size, head, hot, _machine, odd = scanned
     if size == len(body):
-        return head, hot
+        return head, hot, odd
     rest = body[size:].decode("utf-8", "surrogateescape")
-    more = hot_lines(rest, Lines(rest), machine) or []
-    return head + rest, hot + [len(head) + at for at in more]
+    lines = Lines(rest)
+    more = hot_lines(rest, lines, machine) or []
+    return head + rest, hot + [len(head) + at for at in more], odd or lines.starts is not None

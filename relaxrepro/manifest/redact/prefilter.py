@@ -318,10 +318,12 @@ class Lines:
     whose only line breaks are ``\\n`` (and ``\\r\\n``) is cut with ``str.find`` at the lines asked for; one with
     another separator (a lone ``\\r``, ``\\x0b``, ``\\x85``, ``\\u2028``...) from its ``splitlines``."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, odd: Optional[bool] = None) -> None:
+        """``odd``: whether ``text`` holds a line break other than ``\n`` and ``\r\n``, when already known (its
+        files' :class:`Lines`, :class:`Stream`): on a text of megabytes the look costs a pass per separator."""
         self.text = text
         self.size = len(text)
-        odd = ("\r" in text and text.count("\r") != text.count("\r\n")) or any(
+        odd = odd if odd is not None else ("\r" in text and text.count("\r") != text.count("\r\n")) or any(
             map(text.__contains__, _BREAKS_ASCII if text.isascii() else _BREAKS_ASCII + "\x85\u2028\u2029"))
         self.starts: Optional[List[int]] = list(accumulate(map(len, text.splitlines(True)), initial=0)) if odd \
             else None
@@ -448,6 +450,7 @@ class Stream:
         self._hot: List[int] = []
         self._chars = 0
         self._texts: List[str] = []
+        self.odd = False  # a line break other than \n and \r\n in some file (Lines)
         self.failed = False
 
     def feed(self, chunk: bytes) -> None:
@@ -465,13 +468,15 @@ class Stream:
     def _scan(self, data: "bytes | bytearray | memoryview") -> None:
         try:
             text = str(data, "utf-8", "surrogateescape")
-            found = hot_lines(text, Lines(text), self.machine) or []
+            lines = Lines(text)
+            found = hot_lines(text, lines, self.machine) or []
         except Exception:  # the patch pass scans the whole text itself
             self.failed = True
             return
         self._hot += [self._chars + at for at in found]
         self._chars += len(text)
         self._texts.append(text)
+        self.odd = self.odd or lines.starts is not None
 
     def result(self, body: bytes) -> Optional[Tuple[str, List[int]]]:
         """(the text of ``body``, its hot lines) when ``body`` is what was fed, else None."""

@@ -408,7 +408,7 @@ class Redactor:
             found.append(self._user)
         return [p.lower() for p in found]
 
-    def lines(self, text: str, hot: Optional[List[int]] = None) -> Tuple[str, List[int]]:
+    def lines(self, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None) -> Tuple[str, List[int]]:
         """Redact a patch line by line.
 
         Returns the text and the 1-based numbers of the lines that changed; the line count is kept, so
@@ -416,9 +416,9 @@ class Redactor:
         secret's YAML block scalar (``password: |``); a command continued with backslashes is read whole;
         each file's values are read as its kind writes them (``.env``, ``.netrc``, ``.pgpass``). ``hot``: where
         the lines that hold what a rule looks for start, when already found for :meth:`needles`
-        (:class:`~.prefilter.Stream`).
+        (:class:`~.prefilter.Stream`); ``odd``: whether ``text`` breaks lines otherwise than at ``\n``, when known.
         """
-        out, changed = redact_lines(self, text, hot)
+        out, changed = redact_lines(self, text, hot, odd)
         if isinstance(out, str) and len(self._patches) < 64:
             self._patches.add(out)
         return out, changed
