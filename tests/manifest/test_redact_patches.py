@@ -216,11 +216,12 @@ _EXPRESSIONS = [  # (the line of a source file, a copy of its masked value furth
     ("+        print(\"shlex: token=\" + repr(raw))", "+        print(\"shlex: word=\" + repr(raw))"),
     ("+def unix_getpass(prompt='Password: ', stream=None):", "+def win_getpass(prompt='>', stream=None):"),
     ("+        passwd = passwd + 'anonymous@'", "+        who = passwd + 'anonymous@'"),
+    ("+        # and Signature: the former always returns 'self'", "+    # the former always returns 'self'"),
 ]
 
 
 @pytest.mark.parametrize("line,copy", _EXPRESSIONS, ids=["subscript", "tuple", "comparison", "closing-quote",
-                                                          "next-argument", "sum"])
+                                                          "next-argument", "sum", "comment-prose"])
 def test_an_expression_masked_by_its_name_in_source_code_is_not_chased_through_the_patch(line: str,
                                                                                           copy: str) -> None:
     # In a source file a text value is a quoted literal (or a number): what follows a secret's name bare is code.

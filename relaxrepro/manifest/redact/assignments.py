@@ -124,14 +124,18 @@ def file_mode(header: str) -> Optional[str]:
 
 def _literal_in_code(s: str, m: "re.Match[str]", group: str, nstart: int, value: str) -> bool:
     """Whether a value a secret's name points at in a source file is text the file writes out: a quoted literal
-    closed on its line, a number, or whatever follows a name standing in a comment or inside a string
-    (``"host=db password=X"``). Else it is an expression (``password = auth[2]``, ``= user, password``,
-    ``token == self.eof``), or a quote that closes a string (``"token=" + repr(t)``): masked where it stands
-    all the same, but not chased through the rest of the document, where its copies are more code."""
+    closed on its line, a number, or a word after a name standing in a comment or inside a string
+    (``# password=X``, ``"host=db password=X"``). Else it is an expression (``password = auth[2]``,
+    ``= user, password``, ``token == self.eof``), a quote that closes a string (``"token=" + repr(t)``), or
+    a comment's prose (``# Signature: the former always returns``): masked where it stands all the same, but not
+    chased through the rest of the document, where its copies are more code or prose."""
     if group in ("dq", "sq", "dq2", "sq2"):
         return s.startswith('"' if group[0] == "d" else "'", m.end(group))
-    if value.strip().isdigit():
+    value = value.strip()
+    if value.isdigit():
         return True
+    if not value or any(c.isspace() for c in value):
+        return False
     pre = s[s.rfind("\n", 0, nstart) + 1:nstart]
     code = (pre[1:] if pre[:1] in ("+", "-") else pre).lstrip()
     return code.startswith(("#", "//", "/*", "*")) or bool(
