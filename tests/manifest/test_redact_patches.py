@@ -252,6 +252,14 @@ def test_a_value_source_code_writes_out_is_still_chased_through_the_patch(line: 
     assert out.splitlines()[65] in ("+connect('db', '***')", "+check('***')")
 
 
+def test_a_literal_on_the_line_after_its_name_is_still_chased_through_source_code() -> None:
+    red = Redactor(**MACHINE)
+    text, _ = red.lines(_patch(_body(30) + ["+    password = \\", "+        'Tr0ub4dor&3'"] + _body(30)
+                               + ["+connect('db', 'Tr0ub4dor&3')"] + _body(10)))
+    out = redact_document({"code": {"repo": {"patch": {"text": text}}}}, red)["code"]["repo"]["patch"]["text"]
+    assert "Tr0ub4dor&3" not in out and "+connect('db', '***')\n" in out
+
+
 @pytest.mark.parametrize("name", ["run.sh", "notes.txt", "config.yaml", "Makefile"])
 def test_outside_source_code_a_bare_value_is_text_and_chased(name: str) -> None:
     # ``password = auth[2]`` in a shell script or a YAML file is the value itself, not code.

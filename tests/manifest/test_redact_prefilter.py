@@ -226,6 +226,7 @@ def test_the_line_breaks_a_stream_saw_number_the_changed_lines_as_the_text_does(
     for at in range(0, len(body), 5):
         stream.feed(body[at:at + 5])
     got, hot = stream.result(body)
+    assert stream.result(body) == (got, hot)  # asked again, the same
     assert got == text and stream.odd == (Lines(text).starts is not None) == (brk not in ("", "\r\n"))
     out, changed = Redactor(**MACHINE).lines(text, hot, stream.odd)
     assert (out, changed) == Redactor(**MACHINE).lines(text)

@@ -132,8 +132,8 @@ def _literal_in_code(s: str, m: "re.Match[str]", group: str, nstart: int, value:
     if group in ("dq", "sq", "dq2", "sq2"):
         return s.startswith('"' if group[0] == "d" else "'", m.end(group))
     value = value.strip()
-    if value.isdigit():
-        return True
+    if value.isdigit() or (len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]):
+        return True  # a number, or a literal whose quotes a bare read took along (the word after ``= \``)
     if not value or any(c.isspace() for c in value):
         return False
     pre = s[s.rfind("\n", 0, nstart) + 1:nstart]

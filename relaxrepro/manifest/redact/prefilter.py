@@ -488,5 +488,5 @@ class Stream:
             if self.failed:
                 return None
         text = "".join(self._texts)
-        self._texts = []
+        self._texts = [text]
         return (text, self._hot)
