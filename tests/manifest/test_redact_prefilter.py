@@ -4,6 +4,7 @@ the very text, changed lines, counts and remembered values of reading every line
 
 from __future__ import annotations
 
+import base64
 import os
 import random
 import re
@@ -232,3 +233,70 @@ def test_the_line_breaks_a_stream_saw_number_the_changed_lines_as_the_text_does(
     assert (out, changed) == Redactor(**MACHINE).lines(text)
     assert changed == [i + 1 for i, (a, b) in enumerate(zip(text.splitlines(), out.splitlines())) if a != b]
     assert len(changed) == 6
+
+
+_OPEN_ENDED = "".join([  # files that end with something open, each followed by another file
+    _patch(["+DB_HOST=db", '+DB_PASSWORD="Tr0ub4dor&3'], ".env"),
+    _patch(["+curl -u bob:Tr0ub4dor&3 \\"], "run.sh"),
+    _patch(["+-----BEGIN RSA PRIVATE KEY-----", "+MIIEowIBAAKCAQEA"], "deploy/key.pem"),
+    _patch(["+export HF_TOKEN=\\"], "env.sh"),
+    _patch(["+x = 1", "+token = 'Zx9Qw8Er7Ty6Ui5Op4As'"], "train.py"),
+])
+
+
+@pytest.mark.parametrize("size", [7, 4096, 65536])
+@pytest.mark.parametrize("name", ["stdlib", "files", "open-ended"])
+def test_a_patch_redacted_file_by_file_as_git_prints_it_is_the_patch_redacted_whole(size: int, name: str) -> None:
+    # What a file leaves open (a quote, a continued command, a PEM key) ends with it, so the runs of files the
+    # stream redacts as they come give the text, changed lines, counts and remembered values of the whole.
+    text = _OPEN_ENDED if name == "open-ended" else CORPUS[name]
+    body = text.encode("utf-8", "surrogateescape")
+    red = Redactor(**MACHINE)
+    stream = Stream(red.needles(), lambda t, h, o: red.lines(t, h, o, part=True))
+    for at in range(0, len(body), size):
+        stream.feed(body[at:at + size])
+    runs, changed, count = stream.redacted(body)
+    whole = Redactor(**MACHINE)
+    assert ("".join(new for _n, _t, new in runs), changed) == whole.lines(text)
+    assert (red.counts, red._secrets) == (whole.counts, whole._secrets) and changed
+    assert count == len(text.splitlines()) and sum(n for n, _t, _new in runs) == len(body)
+    assert stream.result(body) is None  # redacted, it has no hot lines to give
+
+
+def test_what_a_file_leaves_open_never_runs_into_the_next_files_header() -> None:
+    out, _changed = Redactor(**MACHINE).lines(_OPEN_ENDED)
+    headers = [line for line in _OPEN_ENDED.splitlines() if line.startswith("diff --git ")]
+    assert [line for line in out.splitlines() if line.startswith("diff --git ")] == headers
+    assert "Tr0ub4dor&3" not in out and "Zx9Qw8Er7Ty6Ui5Op4As" not in out and "MIIEowIBAAKCAQEA" not in out
+
+
+@pytest.mark.parametrize("size", [7, 65536])
+def test_the_record_of_a_patch_redacted_as_git_printed_it_is_the_record_of_the_whole(size: int) -> None:
+    # Runs nothing changed are hashed as git's own bytes (ASCII) or encoded again (not ASCII); the untracked files'
+    # hunks after them are redacted apart: the record (digests, text, changed lines) is the whole pass's.
+    from relaxrepro.collect.probes.git_patch import PatchParts, file_redactor, new_file_patch, patch_record
+
+    tracked = "".join([_patch(["+x = %d" % i for i in range(50)], "a%d.py" % k) for k in range(5)]
+                      + [_patch(["+note = 'Ünï ’'"], "u.txt"), _patch(["+token = 'Zx9Qw8Er7Ty6Ui5Op4As'"], "t.py")]
+                      + [_patch(["+y = %d" % i for i in range(50)], "b%d.py" % k) for k in range(5)])
+    latin = _patch(["+# caf\udce9 in latin-1"], "legacy.py").encode("utf-8", "surrogateescape")  # not UTF-8
+    body = latin + tracked.encode("utf-8")
+    untracked = new_file_patch(b"new.sh", b"curl -u bob:Tr0ub4dor&3 https://x.example.com\n")
+    records = []
+    for streamed in (True, False):
+        red = Redactor(**MACHINE)
+        parts = PatchParts(body=body + untracked, files=["x"])
+        if streamed:
+            stream = Stream(red.needles(), file_redactor(red))
+            for at in range(0, len(body), size):
+                stream.feed(body[at:at + size])
+            parts.streamed = stream.redacted(body)
+            assert parts.streamed is not None
+        rec, original = patch_record(parts, red)
+        records.append((rec, dict(red.counts), sorted(red._secrets)))
+        assert red._patches  # the document pass keeps the text as it is
+    assert records[0] == records[1]
+    rec = records[0][0]
+    assert "text" not in rec and b"caf\xe9" in base64.b64decode(rec["text_base64"])
+    assert b"Zx9Qw8Er7Ty6Ui5Op4As" not in base64.b64decode(rec["text_base64"])
+    assert len(rec["redacted_lines"]) == 2

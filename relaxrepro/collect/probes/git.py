@@ -23,7 +23,7 @@ from ...std.files import read_regular
 from .. import gitfs, interpreter, repos
 from ..context import Context
 from ..runner import Outcome
-from .git_patch import PatchParts, embed_untracked, needles_of, patch_record, show
+from .git_patch import PatchParts, embed_untracked, file_redactor, needles_of, patch_record, show
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -343,12 +343,14 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
             machine = needles_of(redactor)
-            stream = Stream(machine) if machine is not None else None
+            stream = Stream(machine, file_redactor(redactor)) if machine is not None else None
             parts.body, parts.incomplete_reason, parts.incomplete = tracked_patch(run, base, own_changes, deadline,
                                                                                   ctx.clock, stream)
-            scanned = stream.result(parts.body) if stream is not None and parts.body else None
-            if scanned is not None:
-                parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine, stream.odd)
+            if stream is not None and parts.body:
+                parts.streamed = stream.redacted(parts.body)
+                scanned = stream.result(parts.body)
+                if scanned is not None:
+                    parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine, stream.odd)
             if parts.incomplete:
                 warnings.append("%s: uncommitted changes not fully recorded (%s: %s)" % (
                     found.name, parts.incomplete_reason, parts.incomplete))

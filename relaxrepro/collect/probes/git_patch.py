@@ -15,7 +15,7 @@ from ...std.records import Factory, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Tuple
 
 UNTRACKED_CONSIDERED = 1000
 """Untracked files looked at for embedding in the patch; beyond this they are only counted."""
@@ -72,6 +72,14 @@ def needles_of(redactor: Any) -> Optional[List[str]]:
     return needles() if callable(needles) else None
 
 
+def file_redactor(redactor: Any) -> Optional[Callable[[str, List[int], bool], Tuple[str, List[int]]]]:
+    """What redacts one run of a patch's files as git prints it (``Redactor.lines`` of a part, for
+    :class:`~relaxrepro.manifest.redact.prefilter.Stream`), None when ``redactor`` has no such pass."""
+    if needles_of(redactor) is None or not callable(getattr(redactor, "own", None)):
+        return None
+    return lambda text, hot, odd: redactor.lines(text, hot, odd, part=True)
+
+
 def redact_lines(redactor: Any, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None
                  ) -> Tuple[str, List[int]]:
     """``Redactor.lines`` when the redactor has it; else the same contract line by line. ``hot``: the lines
@@ -106,6 +114,9 @@ class PatchParts(Record):
     """Why the tracked changes are missing from ``body`` (one line), None when it is all there."""
     incomplete_reason: Optional[str] = None
     """``timeout``, ``size`` or ``error``: the short form of :attr:`incomplete`."""
+    streamed: Optional[Tuple[List[Tuple[int, str, str]], List[int], int]] = None
+    """The first bytes of ``body`` redacted while git printed them, run of files by run
+    (:meth:`~relaxrepro.manifest.redact.prefilter.Stream.redacted`), None when not."""
     scanned: Optional[Tuple[int, str, List[int], List[str], bool]] = None
     """The first bytes of ``body`` decoded and their hot lines found while git printed them (how many bytes,
     their text, the hot lines, the needles looked for, whether a line breaks otherwise than at ``\n``:
@@ -181,16 +192,23 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     import hashlib  # only for a dirty repository: OpenSSL's ~4 ms stays off a clean run
 
     original = parts.body
-    text, hot, odd = _text_and_hot(parts, redactor)
-    text, changed = redact_lines(redactor, text, hot, odd)
-    try:
-        stored = text.encode("utf-8")  # strict: a text with no escaped byte is its own UTF-8 (3.5 MB: ~5 ms less)
-        inline: Optional[str] = text
-    except UnicodeEncodeError:
-        stored, inline = text.encode("utf-8", "surrogateescape"), None
+    streamed = _streamed(parts, redactor, hashlib.sha256())
+    if streamed is not None:
+        text, changed, stored_sha256 = streamed
+    else:
+        text, hot, odd = _text_and_hot(parts, redactor)
+        text, changed = redact_lines(redactor, text, hot, odd)
+        stored_sha256 = None
+    inline: Optional[str] = text
+    if stored_sha256 is None:
+        try:
+            stored = text.encode("utf-8")  # strict: a text with no escaped byte is its own UTF-8 (3.5 MB: ~5 ms less)
+        except UnicodeEncodeError:
+            stored, inline = text.encode("utf-8", "surrogateescape"), None
+        stored_sha256 = hashlib.sha256(stored).hexdigest()
     rec: Dict[str, Any] = {
         "sha256": hashlib.sha256(original).hexdigest(),
-        "stored_sha256": hashlib.sha256(stored).hexdigest(),
+        "stored_sha256": stored_sha256,
         "size": len(original),
         "files": parts.files,
         "redacted_lines": changed,
@@ -220,6 +238,45 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
         rec["incomplete_reason"] = parts.incomplete_reason or "error"
         del rec["sha256"]
     return rec, original
+
+
+def _streamed(parts: PatchParts, redactor: Any, digest: Any) -> Optional[Tuple[str, List[int], Optional[str]]]:
+    """The patch redacted run by run as git printed it (``parts.streamed``), the untracked files' hunks after it
+    redacted here: (its text, the changed lines, the SHA-256 of its UTF-8, None when some of it is not UTF-8); None
+    when it was not streamed. A run nothing changed is hashed as git's own bytes, which it was decoded from (an ASCII
+    one is those bytes): the 3.5 MB patch is never encoded again to be hashed."""
+    if parts.streamed is None:
+        return None
+    runs, changed, count = parts.streamed
+    body = parts.body
+    size = sum(n for n, _text, _new in runs)
+    if len(body) < size or (size and body[size - 1:size] != b"\n"):
+        return None
+    texts = [new for _n, _text, new in runs]
+    if size < len(body):  # the untracked files' hunks, each from its own header
+        rest = body[size:].decode("utf-8", "surrogateescape")
+        lines = Lines(rest)
+        rest, more = redactor.lines(rest, hot_lines(rest, lines, needles_of(redactor)), lines.starts is not None,
+                                    part=True)
+        texts.append(rest)
+        changed = changed + [count + n for n in more]
+        runs = runs + [(len(body) - size, "", rest)]
+    at = 0
+    with memoryview(body) as view:
+        for n, text, new in runs:
+            if new is text and text.isascii():
+                with view[at:at + n] as own:
+                    digest.update(own)
+            else:
+                try:
+                    digest.update(new.encode("utf-8"))
+                except UnicodeEncodeError:  # escaped bytes: the record stores it as patch_record decides
+                    digest = None
+                    break
+            at += n
+    text = "".join(texts)
+    redactor.own(text)
+    return text, changed, None if digest is None else digest.hexdigest()
 
 
 def _text_and_hot(parts: PatchParts, redactor: Any) -> Tuple[str, Optional[List[int]], Optional[bool]]:

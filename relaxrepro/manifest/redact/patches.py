@@ -60,6 +60,12 @@ def redact_lines(red: Rules, text: str, hot: Optional[List[int]] = None, odd: Op
         start, at = at, lines.end(at)
         line = text[start:at]
         body = line.rstrip("\r\n")
+        if (in_key or run) and body.startswith("diff --git "):
+            # What a file leaves open ends with it: a PEM key, a continued command, an open quote never runs into
+            # the next file's header (so that a patch redacted file by file, as git prints it, is the same).
+            if len(run) > 1:
+                _continued(red, text, new_lines, run, mode)
+            run, quote, in_key = [], "", False
         if in_key:
             lead = body[:1] if body[:1] in ("+", "-", " ") and not body.startswith("-----") else ""
             if "PRIVATE KEY" in body and "-----END" in body:

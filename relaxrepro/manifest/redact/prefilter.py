@@ -29,7 +29,7 @@ from .names import KIND_SECRET, KIND_WEAK, name_kind, sequence_kind
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Dict, Iterable, Iterator, List, Optional, Pattern, Sequence, Set, Tuple
+    from typing import Callable, Dict, Iterable, Iterator, List, Optional, Pattern, Sequence, Set, Tuple
 
     _Common = Tuple[Pattern[str], Tuple[Tuple[str, int, Optional[Pattern[str]], int], ...]]
     """Needles of common letters only: the expression that finds them (:func:`_common`), and for each
@@ -341,6 +341,12 @@ class Lines:
             return self.size if end < 0 else end + 1
         return self.starts[bisect_right(self.starts, start)] if start < self.size else self.size
 
+    def count(self) -> int:
+        """How many lines the text has."""
+        if self.starts is not None:
+            return len(self.starts) - 1
+        return self.text.count("\n") + (0 if self.text.endswith("\n") or not self.text else 1)
+
     def numbers(self, starts: Iterable[int]) -> List[int]:
         """The 1-based numbers of the lines starting at ``starts`` (ascending)."""
         if self.starts is not None:
@@ -441,10 +447,20 @@ class Stream:
     parts' hot lines, shifted, are the whole text's; an ASCII header between two parts is never inside a UTF-8
     character, so the parts' texts joined are the whole one's, which :meth:`result` gives back. (Decoding the
     whole again cost more: bench/patch.py's 3.5 MB, six files of it not ASCII, ~6.7 ms and ~2,900 fresh pages
-    against ~3.8 ms and ~1,700 for the join; the memory first touched is what costs on a patch of megabytes.)"""
+    against ~3.8 ms and ~1,700 for the join; the memory first touched is what costs on a patch of megabytes.)
 
-    def __init__(self, machine: Iterable[str]) -> None:
+    With ``redact`` (``(text, hot, odd) -> (text, changed lines)``: ``Redactor.lines`` of one run of files), each run
+    is also redacted as it is scanned, and :meth:`redacted` gives the runs and the changed lines: no pass over the
+    whole patch follows git, and a run nothing changed is the very text decoded, whose bytes are git's own. A file's
+    state ends with it (patches.redact_lines), so the runs redacted are the whole patch redacted."""
+
+    def __init__(self, machine: Iterable[str],
+                 redact: Optional[Callable[[str, List[int], bool], Tuple[str, List[int]]]] = None) -> None:
         self.machine = list(machine)
+        self._redact = redact
+        self._runs: List[Tuple[int, str, str]] = []  # with redact: each run's bytes, its text, that redacted
+        self._changed: List[int] = []  # with redact: the changed lines' numbers
+        self._lines = 0  # with redact: the lines scanned
         self.size = 0  # bytes fed
         self._tail = bytearray()  # fed, not yet scanned: the file still being printed
         self._hot: List[int] = []
@@ -470,7 +486,13 @@ class Stream:
             text = str(data, "utf-8", "surrogateescape")
             lines = Lines(text)
             found = hot_lines(text, lines, self.machine) or []
-        except Exception:  # the patch pass scans the whole text itself
+            if self._redact is not None:
+                new, changed = self._redact(text, found, lines.starts is not None)
+                self._changed += [self._lines + n for n in changed]
+                self._lines += lines.count()
+                self._runs.append((len(data), text, new))
+                return
+        except Exception:  # the patch pass reads the whole text itself
             self.failed = True
             return
         self._hot += [self._chars + at for at in found]
@@ -479,8 +501,9 @@ class Stream:
         self.odd = self.odd or lines.starts is not None
 
     def result(self, body: bytes) -> Optional[Tuple[str, List[int]]]:
-        """(the text of ``body``, its hot lines) when ``body`` is what was fed, else None."""
-        if self.failed or self.size != len(body):
+        """(the text of ``body``, its hot lines) when ``body`` is what was fed, else None (and with ``redact``:
+        see :meth:`redacted`)."""
+        if self._redact is not None or self.failed or self.size != len(body):
             return None
         if self._tail:
             self._scan(self._tail)
@@ -490,3 +513,15 @@ class Stream:
         text = "".join(self._texts)
         self._texts = [text]
         return (text, self._hot)
+
+    def redacted(self, body: bytes) -> Optional[Tuple[List[Tuple[int, str, str]], List[int], int]]:
+        """With ``redact``: the runs of files (how many bytes of ``body``, their text, that redacted), the 1-based
+        numbers of the lines that changed and how many lines there are, when ``body`` is what was fed; else None."""
+        if self._redact is None or self.failed or self.size != len(body):
+            return None
+        if self._tail:
+            self._scan(self._tail)
+            self._tail = bytearray()
+            if self.failed:
+                return None
+        return self._runs, self._changed, self._lines

@@ -408,7 +408,8 @@ class Redactor:
             found.append(self._user)
         return [p.lower() for p in found]
 
-    def lines(self, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None) -> Tuple[str, List[int]]:
+    def lines(self, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None, part: bool = False
+              ) -> Tuple[str, List[int]]:
         """Redact a patch line by line.
 
         Returns the text and the 1-based numbers of the lines that changed; the line count is kept, so
@@ -417,11 +418,19 @@ class Redactor:
         each file's values are read as its kind writes them (``.env``, ``.netrc``, ``.pgpass``). ``hot``: where
         the lines that hold what a rule looks for start, when already found for :meth:`needles`
         (:class:`~.prefilter.Stream`); ``odd``: whether ``text`` breaks lines otherwise than at ``\n``, when known.
+        ``part``: ``text`` is a run of a patch's files (each file's state ends with it); the patch they make is
+        given to :meth:`own` whole.
         """
         out, changed = redact_lines(self, text, hot, odd)
-        if isinstance(out, str) and len(self._patches) < 64:
-            self._patches.add(out)
+        if not part:
+            self.own(out)
         return out, changed
+
+    def own(self, patch: str) -> None:
+        """Note ``patch`` as one this Redactor redacted line by line (:meth:`lines`): met again in the document
+        pass, it is kept as it is."""
+        if isinstance(patch, str) and len(self._patches) < 64:
+            self._patches.add(patch)
 
     def value(self, obj: Any, key: Optional[str] = None) -> Any:
         """Redact every string inside ``obj`` (keys included), recursively. Never raises."""

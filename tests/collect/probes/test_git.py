@@ -625,6 +625,7 @@ def test_a_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(tmp_path, r
     streamed = only(probe_doc(tmp_path, repo))
     assert bool(fed) is not staged  # a staged change and an unstaged one: two outputs, scanned whole after
     monkeypatch.setattr(git_probe.Stream, "result", lambda self, body: None)
+    monkeypatch.setattr(git_probe.Stream, "redacted", lambda self, body: None)
     whole = only(probe_doc(tmp_path, repo))
     assert streamed["patch"] == whole["patch"] and pw not in json.dumps(streamed)
     assert "new.sh" in streamed["patch"]["files"]
