@@ -343,7 +343,9 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
             machine = needles_of(redactor)
-            stream = Stream(machine, file_redactor(redactor)) if machine is not None else None
+            redact = file_redactor(redactor)
+            stream = Stream(machine, redact) if machine is not None else None
+            counts = dict(redactor.counts) if redact is not None else {}
             parts.body, parts.incomplete_reason, parts.incomplete = tracked_patch(run, base, own_changes, deadline,
                                                                                   ctx.clock, stream)
             if stream is not None and parts.body:
@@ -351,6 +353,10 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
                 scanned = stream.result(parts.body)
                 if scanned is not None:
                     parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine, stream.odd)
+            if redact is not None and parts.streamed is None:
+                # What the stream redacted is not the patch kept (over the limit, timed out, read whole again):
+                # the rules it fired count for nothing.
+                redactor.counts = counts
             if parts.incomplete:
                 warnings.append("%s: uncommitted changes not fully recorded (%s: %s)" % (
                     found.name, parts.incomplete_reason, parts.incomplete))

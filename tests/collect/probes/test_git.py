@@ -564,6 +564,17 @@ def test_git_diff_over_the_capture_limit_leaves_no_comparable_digest(tmp_path):
     assert status(doc) == "partial"
 
 
+def test_a_patch_over_the_capture_limit_counts_no_redaction(tmp_path):
+    # The stream redacts each run of files as git prints it; a patch then dropped (over the limit) fires no rule
+    # in the record: collection.redactions counts what the manifest holds.
+    repo = make_repo(tmp_path / "repo", {"f%02d.txt" % k: ("x" * 100 + "\n") * 3000 for k in range(20)})
+    for k in range(20):
+        (repo / ("f%02d.txt" % k)).write_text("password = Tr0ub4dor&3x%d\n" % k + ("y" * 100 + "\n") * 3000)
+    doc = probe_doc(tmp_path, repo)
+    assert only(doc)["patch"]["incomplete_reason"] == "size"
+    assert "secret-name" not in doc["collection"].get("redactions", {})
+
+
 def _stopped(repo, *args):
     with pytest.raises(subprocess.CalledProcessError):  # the conflict stops it half-way
         git(repo, *args)
