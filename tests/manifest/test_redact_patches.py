@@ -355,3 +355,16 @@ def test_assignments_searched_from_the_word_of_a_trigger_are_those_searched_ever
     every = Redactor(**MACHINE)
     assert got == [every.text(line) for line in lines]
     assert fast.counts == every.counts and fast._secrets == every._secrets
+
+
+def test_a_patch_the_redactor_gave_back_is_kept_as_it_is_met_again_or_read_back() -> None:
+    # The document pass meets the patch lines() gave back (the same text) or, after a write, one read back (an
+    # equal text): either is kept whole, no rule run over it again (its lines are redacted already).
+    red = Redactor(**MACHINE)
+    out, changed = red.lines(_patch(_body(30) + ["+token = 'Zx9Qw8Er7Ty6Ui5Op4As'"] + _body(10)))
+    assert changed == [35]
+    counts = dict(red.counts)
+    read_back = (out + "\n")[:-1]
+    assert read_back is not out and read_back == out
+    assert red.text(out) is out and red.text(read_back) is read_back and red.counts == counts
+    assert red.text(out + "+x = 'gpu-node-17'\n") != out + "+x = 'gpu-node-17'\n"  # another text is read

@@ -83,7 +83,7 @@ class Redactor:
         self._fired = 0
         self._secrets: set = set()  # the values masked by their name: hidden wherever else they appear too
         self._numbers: set = set()  # those of them that are all digits
-        self._patches: set = set()  # the patches lines() gave back: their lines are redacted already
+        self._patches: List[str] = []  # the patches lines() gave back: their lines are redacted already
         self._scrubbed: Dict[int, Tuple[str, List[int]]] = {}  # a long text scrub changed: the lines it changed
         home_alts = [r"/lustre/home/[^/\s\"'<>:;,)\]}]+", r"/home/[^/\s\"'<>:;,)\]}]+",
                      r"/Users/[^/\s\"'<>:;,)\]}]+", r"/root"]
@@ -173,7 +173,7 @@ class Redactor:
         """Redact one string. ``key`` is the name it stands under (a dict key or a flag), if any."""
         if not isinstance(value, str):
             return value
-        if self._patches and value in self._patches and not (key and name_kind(key)):
+        if self._patches and self._owned(value) and not (key and name_kind(key)):
             # A patch this Redactor gave back from lines() (the git probe's, met again in the document
             # pass): its lines are redacted, by rules a pass over it as one string would only repeat.
             return value
@@ -430,7 +430,13 @@ class Redactor:
         """Note ``patch`` as one this Redactor redacted line by line (:meth:`lines`): met again in the document
         pass, it is kept as it is."""
         if isinstance(patch, str) and len(self._patches) < 64:
-            self._patches.add(patch)
+            self._patches.append(patch)
+
+    def _owned(self, value: str) -> bool:
+        """Whether ``value`` is one of the patches :meth:`own` noted: the same text, found by identity first (a
+        set would hash megabytes of it), else by length and content (a document read back)."""
+        return any(value is p for p in self._patches) or any(
+            len(value) == len(p) and value == p for p in self._patches)
 
     def value(self, obj: Any, key: Optional[str] = None) -> Any:
         """Redact every string inside ``obj`` (keys included), recursively. Never raises."""
