@@ -503,13 +503,8 @@ class Stream:
     def result(self, body: bytes) -> Optional[Tuple[str, List[int]]]:
         """(the text of ``body``, its hot lines) when ``body`` is what was fed, else None (and with ``redact``:
         see :meth:`redacted`)."""
-        if self._redact is not None or self.failed or self.size != len(body):
+        if self._redact is not None or not self._finished(body):
             return None
-        if self._tail:
-            self._scan(self._tail)
-            self._tail = bytearray()
-            if self.failed:
-                return None
         text = "".join(self._texts)
         self._texts = [text]
         return (text, self._hot)
@@ -517,11 +512,15 @@ class Stream:
     def redacted(self, body: bytes) -> Optional[Tuple[List[Tuple[int, str, str]], List[int], int]]:
         """With ``redact``: the runs of files (how many bytes of ``body``, their text, that redacted), the 1-based
         numbers of the lines that changed and how many lines there are, when ``body`` is what was fed; else None."""
-        if self._redact is None or self.failed or self.size != len(body):
+        if self._redact is None or not self._finished(body):
             return None
+        return self._runs, self._changed, self._lines
+
+    def _finished(self, body: bytes) -> bool:
+        """Whether ``body`` is what was fed, its last file scanned too."""
+        if self.failed or self.size != len(body):
+            return False
         if self._tail:
             self._scan(self._tail)
             self._tail = bytearray()
-            if self.failed:
-                return None
-        return self._runs, self._changed, self._lines
+        return not self.failed
