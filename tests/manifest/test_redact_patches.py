@@ -320,20 +320,19 @@ def _files_patch() -> str:
 
 
 @pytest.mark.parametrize("size", [1, 7, 4096, 65536, 10 ** 7])
-def test_hot_lines_found_as_git_prints_the_patch_are_those_of_the_whole(size: int) -> None:
-    from relaxrepro.manifest.redact.prefilter import Lines, Stream, hot_lines
+def test_a_patch_redacted_as_git_prints_it_is_the_whole_patch_redacted(size: int) -> None:
+    from relaxrepro.collect.probes.git_patch import stream_for
 
     text = _files_patch()
     body = text.encode("utf-8", "surrogateescape")
-    machine = Redactor(**MACHINE).needles()
-    stream = Stream(machine)
+    given, fast = Redactor(**MACHINE), Redactor(**MACHINE)
+    stream = stream_for(given)
     for at in range(0, len(body), size):
         stream.feed(body[at:at + size])
-    found = stream.result(body)
-    assert found == (text, hot_lines(text, Lines(text), machine))
-    assert stream.result(body + b"+more\n") is None  # not what was fed: the patch pass finds its lines itself
-    fast, given = Redactor(**MACHINE), Redactor(**MACHINE)
-    assert given.lines(text, found[1]) == fast.lines(text) and given.counts == fast.counts
+    runs, changed, count = stream.redacted(body)
+    assert ("".join(new for _n, _text, new in runs), changed) == fast.lines(text) and given.counts == fast.counts
+    assert "".join(t for _n, t, _new in runs) == text and count == len(text.splitlines())
+    assert stream.redacted(body + b"+more\n") is None  # not what was fed: the patch pass reads it itself
     every = Redactor(extra_patterns=[NEVER], **MACHINE)
     assert every.lines(text) == fast.lines(text)
 

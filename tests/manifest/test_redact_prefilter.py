@@ -12,8 +12,9 @@ from typing import Dict, List, Tuple
 
 import pytest
 
+from relaxrepro.collect.probes.git_patch import stream_for
 from relaxrepro.manifest.redact import Redactor, redact_document
-from relaxrepro.manifest.redact.prefilter import Lines, Stream, _needles, _occurrences, hot_lines
+from relaxrepro.manifest.redact.prefilter import Lines, _needles, _occurrences, hot_lines
 from tests.helpers.redact import password
 from tests.manifest.test_redact_leaks import LOOK_ALIKES
 from tests.manifest.test_redact_patches import BENIGN, MACHINE, NEVER, PLANTED, _files_patch, _patch
@@ -125,17 +126,6 @@ def test_a_patch_redacted_from_its_hot_lines_is_the_patch_redacted_line_by_line(
     assert fast[1], "nothing planted was found"
 
 
-@pytest.mark.parametrize("size", [7, 4096, 65536])
-def test_the_stdlib_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(size: int) -> None:
-    text = CORPUS["stdlib"]
-    body = text.encode("utf-8", "surrogateescape")
-    machine = Redactor(**MACHINE).needles()
-    stream = Stream(machine)
-    for at in range(0, len(body), size):
-        stream.feed(body[at:at + size])
-    assert stream.result(body) == (text, hot_lines(text, Lines(text), machine))
-
-
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_a_needle_of_common_letters_is_found_wherever_str_find_finds_it(name: str) -> None:
     low = _low(CORPUS[name]) + " sasas rarar addraddr nodenode secretsecret credcred dsndsn ssas aadd"
@@ -214,22 +204,23 @@ def test_every_name_of_a_secret_or_a_key_holds_one_of_the_words_followed_up_befo
 
 @pytest.mark.parametrize("brk", ["", "\r\n", "\r", "\x0b", "\x1c", "\x85", "\u2028"],
                          ids=["none", "crlf", "cr", "vt", "fs", "nel", "line-separator"])
-def test_the_line_breaks_a_stream_saw_number_the_changed_lines_as_the_text_does(brk: str) -> None:
-    # A stream tells the patch pass whether a line breaks otherwise than at \n (so the pass need not look again over
-    # megabytes); the changed lines it numbers are those of reading the text whole, wherever the break stands.
+def test_the_runs_a_stream_redacts_number_the_changed_lines_as_the_text_does(brk: str) -> None:
+    # Each run of files counts its lines as splitlines does (a lone \r, \x0b, \u2028... end a line too): the
+    # changed lines the stream numbers are those of reading the text whole, wherever the break stands.
     planted = ["+token = %s" % password("prefilter/odd-%d" % i) for i in range(3)]
     files = [_patch(["+x = 1", "+y = 2"], "a.py"), _patch(["+note %d%s+z = 3" % (1, brk)] + planted, "b.txt"),
              _patch(["+w = 4"] + planted, "c.py")]
     text = "".join(files)
     body = text.encode("utf-8", "surrogateescape")
-    machine = Redactor(**MACHINE).needles()
-    stream = Stream(machine)
+    red = Redactor(**MACHINE)
+    stream = stream_for(red)
     for at in range(0, len(body), 5):
         stream.feed(body[at:at + 5])
-    got, hot = stream.result(body)
-    assert stream.result(body) == (got, hot)  # asked again, the same
-    assert got == text and stream.odd == (Lines(text).starts is not None) == (brk not in ("", "\r\n"))
-    out, changed = Redactor(**MACHINE).lines(text, hot, stream.odd)
+    runs, changed, count = stream.redacted(body)
+    assert stream.redacted(body) == (runs, changed, count)  # asked again, the same
+    assert "".join(t for _n, t, _new in runs) == text and count == len(text.splitlines())
+    assert (Lines(text).starts is not None) == (brk not in ("", "\r\n"))
+    out = "".join(new for _n, _t, new in runs)
     assert (out, changed) == Redactor(**MACHINE).lines(text)
     assert changed == [i + 1 for i, (a, b) in enumerate(zip(text.splitlines(), out.splitlines())) if a != b]
     assert len(changed) == 6
@@ -252,7 +243,7 @@ def test_a_patch_redacted_file_by_file_as_git_prints_it_is_the_patch_redacted_wh
     text = _OPEN_ENDED if name == "open-ended" else CORPUS[name]
     body = text.encode("utf-8", "surrogateescape")
     red = Redactor(**MACHINE)
-    stream = Stream(red.needles(), lambda t, h, o: red.lines(t, h, o, part=True))
+    stream = stream_for(red)
     for at in range(0, len(body), size):
         stream.feed(body[at:at + size])
     runs, changed, count = stream.redacted(body)
@@ -260,7 +251,6 @@ def test_a_patch_redacted_file_by_file_as_git_prints_it_is_the_patch_redacted_wh
     assert ("".join(new for _n, _t, new in runs), changed) == whole.lines(text)
     assert (red.counts, red._secrets) == (whole.counts, whole._secrets) and changed
     assert count == len(text.splitlines()) and sum(n for n, _t, _new in runs) == len(body)
-    assert stream.result(body) is None  # redacted, it has no hot lines to give
 
 
 def test_what_a_file_leaves_open_never_runs_into_the_next_files_header() -> None:
@@ -274,7 +264,7 @@ def test_what_a_file_leaves_open_never_runs_into_the_next_files_header() -> None
 def test_the_record_of_a_patch_redacted_as_git_printed_it_is_the_record_of_the_whole(size: int) -> None:
     # Runs nothing changed are hashed as git's own bytes (ASCII) or encoded again (not ASCII); the untracked files'
     # hunks after them are redacted apart: the record (digests, text, changed lines) is the whole pass's.
-    from relaxrepro.collect.probes.git_patch import PatchParts, file_redactor, new_file_patch, patch_record
+    from relaxrepro.collect.probes.git_patch import PatchParts, new_file_patch, patch_record
 
     tracked = "".join([_patch(["+x = %d" % i for i in range(50)], "a%d.py" % k) for k in range(5)]
                       + [_patch(["+note = 'Ünï ’'"], "u.txt"), _patch(["+token = 'Zx9Qw8Er7Ty6Ui5Op4As'"], "t.py")]
@@ -287,7 +277,7 @@ def test_the_record_of_a_patch_redacted_as_git_printed_it_is_the_record_of_the_w
         red = Redactor(**MACHINE)
         parts = PatchParts(body=body + untracked, files=["x"])
         if streamed:
-            stream = Stream(red.needles(), file_redactor(red))
+            stream = stream_for(red)
             for at in range(0, len(body), size):
                 stream.feed(body[at:at + size])
             parts.streamed = stream.redacted(body)

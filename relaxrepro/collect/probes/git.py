@@ -23,7 +23,7 @@ from ...std.files import read_regular
 from .. import gitfs, interpreter, repos
 from ..context import Context
 from ..runner import Outcome
-from .git_patch import PatchParts, embed_untracked, file_redactor, needles_of, patch_record, show
+from .git_patch import PatchParts, embed_untracked, patch_record, show, stream_for
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
@@ -342,18 +342,13 @@ def collect_repo(ctx: Context, found: repos.Found, deadline: float, redactor: An
     if own_changes or untracked:
         parts = PatchParts(files=[show(c["path"]) for c in own_changes])
         if own_changes:
-            machine = needles_of(redactor)
-            redact = file_redactor(redactor)
-            stream = Stream(machine, redact) if machine is not None else None
-            counts = dict(redactor.counts) if redact is not None else {}
+            stream = stream_for(redactor)
+            counts = dict(redactor.counts) if stream is not None else {}
             parts.body, parts.incomplete_reason, parts.incomplete = tracked_patch(run, base, own_changes, deadline,
                                                                                   ctx.clock, stream)
             if stream is not None and parts.body:
                 parts.streamed = stream.redacted(parts.body)
-                scanned = stream.result(parts.body)
-                if scanned is not None:
-                    parts.scanned = (len(parts.body), scanned[0], scanned[1], stream.machine, stream.odd)
-            if redact is not None and parts.streamed is None:
+            if stream is not None and parts.streamed is None:
                 # What the stream redacted is not the patch kept (over the limit, timed out, read whole again):
                 # the rules it fired count for nothing.
                 redactor.counts = counts
@@ -389,7 +384,7 @@ def tracked_patch(run: _Git, base: str, changed: List[Dict[str, Any]], deadline:
     Returns (patch, None, None), or (b"", reason, why) when it could not be taken whole: reason is
     ``timeout`` (git diff ran out of the budget), ``size`` (over the capture limit) or ``error``.
     ``stream``: fed the patch as git prints it, when it is one git command's output (the usual case: no staged
-    change), so that its hot lines are found meanwhile (:class:`~relaxrepro.manifest.redact.prefilter.Stream`).
+    change), so that it is redacted meanwhile (:class:`~relaxrepro.manifest.redact.prefilter.Stream`).
     """
     feed = stream.feed if stream is not None else None
     if any(c["xy"] in ("DD", "AU", "UD", "UA", "DU", "AA", "UU") for c in changed):

@@ -9,13 +9,13 @@ import os
 import re
 import stat
 
-from ...manifest.redact.prefilter import Lines, hot_lines
+from ...manifest.redact.prefilter import Stream
 from ...std.files import read_regular
 from ...std.records import Factory, Record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs ~3 ms at import; PEP 563 leaves annotations unevaluated
-    from typing import Any, Callable, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Tuple
 
 UNTRACKED_CONSIDERED = 1000
 """Untracked files looked at for embedding in the patch; beyond this they are only counted."""
@@ -72,22 +72,20 @@ def needles_of(redactor: Any) -> Optional[List[str]]:
     return needles() if callable(needles) else None
 
 
-def file_redactor(redactor: Any) -> Optional[Callable[[str, List[int], bool], Tuple[str, List[int]]]]:
-    """What redacts one run of a patch's files as git prints it (``Redactor.lines`` of a part, for
-    :class:`~relaxrepro.manifest.redact.prefilter.Stream`), None when ``redactor`` has no such pass."""
-    if needles_of(redactor) is None or not callable(getattr(redactor, "own", None)):
+def stream_for(redactor: Any) -> Optional[Stream]:
+    """A :class:`~relaxrepro.manifest.redact.prefilter.Stream` that redacts a patch's files for ``redactor`` as git
+    prints them (``Redactor.lines`` of each run), None when ``redactor`` has no such pass."""
+    machine = needles_of(redactor)
+    if machine is None or not callable(getattr(redactor, "own", None)):
         return None
-    return lambda text, hot, odd: redactor.lines(text, hot, odd, part=True)
+    return Stream(machine, lambda text, hot: redactor.lines(text, hot, part=True))
 
 
-def redact_lines(redactor: Any, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None
-                 ) -> Tuple[str, List[int]]:
-    """``Redactor.lines`` when the redactor has it; else the same contract line by line. ``hot``: the lines
-    :class:`~relaxrepro.manifest.redact.prefilter.Stream` found for the redactor's needles, ``odd`` what it saw of the
-    text's line breaks."""
+def redact_lines(redactor: Any, text: str) -> Tuple[str, List[int]]:
+    """``Redactor.lines`` when the redactor has it; else the same contract line by line."""
     fn = getattr(redactor, "lines", None)
     if callable(fn):
-        out, changed = fn(text) if hot is None else fn(text, hot, odd)
+        out, changed = fn(text)
         return out, sorted(int(n) for n in changed)
     lines = text.split("\n")
     changed = []
@@ -117,10 +115,6 @@ class PatchParts(Record):
     streamed: Optional[Tuple[List[Tuple[int, str, str]], List[int], int]] = None
     """The first bytes of ``body`` redacted while git printed them, run of files by run
     (:meth:`~relaxrepro.manifest.redact.prefilter.Stream.redacted`), None when not."""
-    scanned: Optional[Tuple[int, str, List[int], List[str], bool]] = None
-    """The first bytes of ``body`` decoded and their hot lines found while git printed them (how many bytes,
-    their text, the hot lines, the needles looked for, whether a line breaks otherwise than at ``\n``:
-    :class:`~relaxrepro.manifest.redact.prefilter.Stream`), None when not."""
 
 
 _OWN_OUTPUT_RE = re.compile(rb"^(?:manifest_.+\.(?:json|patch)|node_.+\.json|\.relaxrepro-.+\.tmp)$")
@@ -196,8 +190,7 @@ def patch_record(parts: PatchParts, redactor: Any) -> Tuple[Dict[str, Any], byte
     if streamed is not None:
         text, changed, stored_sha256 = streamed
     else:
-        text, hot, odd = _text_and_hot(parts, redactor)
-        text, changed = redact_lines(redactor, text, hot, odd)
+        text, changed = redact_lines(redactor, original.decode("utf-8", "surrogateescape"))
         stored_sha256 = None
     inline: Optional[str] = text
     if stored_sha256 is None:
@@ -254,10 +247,7 @@ def _streamed(parts: PatchParts, redactor: Any, digest: Any) -> Optional[Tuple[s
         return None
     texts = [new for _n, _text, new in runs]
     if size < len(body):  # the untracked files' hunks, each from its own header
-        rest = body[size:].decode("utf-8", "surrogateescape")
-        lines = Lines(rest)
-        rest, more = redactor.lines(rest, hot_lines(rest, lines, needles_of(redactor)), lines.starts is not None,
-                                    part=True)
+        rest, more = redactor.lines(body[size:].decode("utf-8", "surrogateescape"), part=True)
         texts.append(rest)
         changed = changed + [count + n for n in more]
         runs = runs + [(len(body) - size, "", rest)]
@@ -278,22 +268,3 @@ def _streamed(parts: PatchParts, redactor: Any, digest: Any) -> Optional[Tuple[s
     redactor.own(text)
     return text, changed, None if digest is None else digest.hexdigest()
 
-
-def _text_and_hot(parts: PatchParts, redactor: Any) -> Tuple[str, Optional[List[int]], Optional[bool]]:
-    """The text of ``parts.body`` and its hot lines when its tracked part was scanned as git printed it, for the
-    needles ``redactor`` has (the untracked files' hunks after it, each from its own header, are scanned here);
-    else (the text, None): the patch pass finds them. Third: whether a line breaks otherwise than at ``\n``, when
-    that was seen too (None: the patch pass looks)."""
-    body = parts.body
-    scanned = parts.scanned
-    machine = needles_of(redactor)
-    if scanned is None or machine is None or scanned[3] != machine or len(body) < scanned[0] or (
-            scanned[0] and body[scanned[0] - 1:scanned[0]] != b"\n"):
-        return body.decode("utf-8", "surrogateescape"), None, None
-    size, head, hot, _machine, odd = scanned
-    if size == len(body):
-        return head, hot, odd
-    rest = body[size:].decode("utf-8", "surrogateescape")
-    lines = Lines(rest)
-    more = hot_lines(rest, lines, machine) or []
-    return head + rest, hot + [len(head) + at for at in more], odd or lines.starts is not None

@@ -22,8 +22,7 @@ _OPEN_QUOTE_RE = LazyPattern(r"(?:export[ \t]+)?[\w.-]+[ \t]*=[ \t]*([\"'])(?:(?
 _RUN_MAX = 64
 
 
-def redact_lines(red: Rules, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None
-                 ) -> Tuple[str, List[int]]:
+def redact_lines(red: Rules, text: str, hot: Optional[List[int]] = None) -> Tuple[str, List[int]]:
     """Redact a patch line by line (see :meth:`Redactor.lines <relaxrepro.manifest.redact.redactor.Redactor.lines>`):
     the text and the 1-based numbers of the lines that changed.
 
@@ -31,11 +30,10 @@ def redact_lines(red: Rules, text: str, hot: Optional[List[int]] = None, odd: Op
     carries over to (a PEM key, a key's block, a secret's list, a continued command), go through the rules;
     the rest are kept as they are, which is what the rules would give back for them. Lines are cut where they
     are read (:class:`~.prefilter.Lines`): a 3.5 MB patch is never split into its 100,000 lines. ``hot``: those
-    lines already found (:class:`~.prefilter.Stream`, as git printed the patch), with ``red.needles()``; ``odd``: what
-    the stream saw of its line breaks (:class:`~.prefilter.Lines`)."""
+    lines already found (:class:`~.prefilter.Stream`, as git printed the patch), with ``red.needles()``."""
     if not isinstance(text, str):
         return text, []
-    lines = Lines(text, odd)
+    lines = Lines(text)
     if hot is None:
         hot = hot_lines(text, lines, red.needles())
     new_lines: Dict[int, Tuple[int, str]] = {}  # where a changed line starts: (where it ends, its new text)

@@ -318,12 +318,10 @@ class Lines:
     whose only line breaks are ``\\n`` (and ``\\r\\n``) is cut with ``str.find`` at the lines asked for; one with
     another separator (a lone ``\\r``, ``\\x0b``, ``\\x85``, ``\\u2028``...) from its ``splitlines``."""
 
-    def __init__(self, text: str, odd: Optional[bool] = None) -> None:
-        """``odd``: whether ``text`` holds a line break other than ``\n`` and ``\r\n``, when already known (its
-        files' :class:`Lines`, :class:`Stream`): on a text of megabytes the look costs a pass per separator."""
+    def __init__(self, text: str) -> None:
         self.text = text
         self.size = len(text)
-        odd = odd if odd is not None else ("\r" in text and text.count("\r") != text.count("\r\n")) or any(
+        odd = ("\r" in text and text.count("\r") != text.count("\r\n")) or any(
             map(text.__contains__, _BREAKS_ASCII if text.isascii() else _BREAKS_ASCII + "\x85\u2028\u2029"))
         self.starts: Optional[List[int]] = list(accumulate(map(len, text.splitlines(True)), initial=0)) if odd \
             else None
@@ -440,33 +438,23 @@ _HEADER = b"\ndiff --git "
 
 
 class Stream:
-    """:func:`hot_lines` of a patch taken as git prints it (:meth:`feed`, given to ``proc.run``'s ``on_stdout``):
-    each run of whole files (up to the last ``diff --git `` header seen) is decoded and scanned while git writes
-    the next, so that the scan overlaps git's diff instead of following it (3.5 MB: ~80 ms of scanning beside
-    ~45 ms of git). Each file's lines are hot or not by what the file holds, never by what is around it, so the
-    parts' hot lines, shifted, are the whole text's; an ASCII header between two parts is never inside a UTF-8
-    character, so the parts' texts joined are the whole one's, which :meth:`result` gives back. (Decoding the
-    whole again cost more: bench/patch.py's 3.5 MB, six files of it not ASCII, ~6.7 ms and ~2,900 fresh pages
-    against ~3.8 ms and ~1,700 for the join; the memory first touched is what costs on a patch of megabytes.)
+    """A patch redacted as git prints it (:meth:`feed`, given to ``proc.run``'s ``on_stdout``): each run of whole
+    files (up to the last ``diff --git `` header seen) is decoded, its hot lines found (:func:`hot_lines`) and
+    redacted (``redact``: ``(text, hot) -> (text, changed lines)``, ``Redactor.lines`` of a part) while git writes
+    the next, so that the work overlaps git's diff instead of following it, and no pass over the whole patch
+    follows git. Each file's lines are hot or not by what the file holds, and what a file leaves open ends with it
+    (patches.redact_lines), so the runs redacted are the whole patch redacted; an ASCII header between two runs is
+    never inside a UTF-8 character, so their texts joined are the whole one's. A run nothing changed is the very
+    text decoded, whose bytes are git's own (git_patch hashes them as they are)."""
 
-    With ``redact`` (``(text, hot, odd) -> (text, changed lines)``: ``Redactor.lines`` of one run of files), each run
-    is also redacted as it is scanned, and :meth:`redacted` gives the runs and the changed lines: no pass over the
-    whole patch follows git, and a run nothing changed is the very text decoded, whose bytes are git's own. A file's
-    state ends with it (patches.redact_lines), so the runs redacted are the whole patch redacted."""
-
-    def __init__(self, machine: Iterable[str],
-                 redact: Optional[Callable[[str, List[int], bool], Tuple[str, List[int]]]] = None) -> None:
+    def __init__(self, machine: Iterable[str], redact: Callable[[str, List[int]], Tuple[str, List[int]]]) -> None:
         self.machine = list(machine)
         self._redact = redact
-        self._runs: List[Tuple[int, str, str]] = []  # with redact: each run's bytes, its text, that redacted
-        self._changed: List[int] = []  # with redact: the changed lines' numbers
-        self._lines = 0  # with redact: the lines scanned
+        self._runs: List[Tuple[int, str, str]] = []  # each run's bytes, its text, that redacted
+        self._changed: List[int] = []  # the changed lines' numbers
+        self._lines = 0  # the lines scanned
         self.size = 0  # bytes fed
         self._tail = bytearray()  # fed, not yet scanned: the file still being printed
-        self._hot: List[int] = []
-        self._chars = 0
-        self._texts: List[str] = []
-        self.odd = False  # a line break other than \n and \r\n in some file (Lines)
         self.failed = False
 
     def feed(self, chunk: bytes) -> None:
@@ -485,42 +473,20 @@ class Stream:
         try:
             text = str(data, "utf-8", "surrogateescape")
             lines = Lines(text)
-            found = hot_lines(text, lines, self.machine) or []
-            if self._redact is not None:
-                new, changed = self._redact(text, found, lines.starts is not None)
-                self._changed += [self._lines + n for n in changed]
-                self._lines += lines.count()
-                self._runs.append((len(data), text, new))
-                return
+            new, changed = self._redact(text, hot_lines(text, lines, self.machine) or [])
         except Exception:  # the patch pass reads the whole text itself
             self.failed = True
             return
-        self._hot += [self._chars + at for at in found]
-        self._chars += len(text)
-        self._texts.append(text)
-        self.odd = self.odd or lines.starts is not None
-
-    def result(self, body: bytes) -> Optional[Tuple[str, List[int]]]:
-        """(the text of ``body``, its hot lines) when ``body`` is what was fed, else None (and with ``redact``:
-        see :meth:`redacted`)."""
-        if self._redact is not None or not self._finished(body):
-            return None
-        text = "".join(self._texts)
-        self._texts = [text]
-        return (text, self._hot)
+        self._changed += [self._lines + n for n in changed]
+        self._lines += lines.count()
+        self._runs.append((len(data), text, new))
 
     def redacted(self, body: bytes) -> Optional[Tuple[List[Tuple[int, str, str]], List[int], int]]:
-        """With ``redact``: the runs of files (how many bytes of ``body``, their text, that redacted), the 1-based
-        numbers of the lines that changed and how many lines there are, when ``body`` is what was fed; else None."""
-        if self._redact is None or not self._finished(body):
-            return None
-        return self._runs, self._changed, self._lines
-
-    def _finished(self, body: bytes) -> bool:
-        """Whether ``body`` is what was fed, its last file scanned too."""
+        """The runs of files (how many bytes of ``body``, their text, that redacted), the 1-based numbers of the
+        lines that changed and how many lines there are, when ``body`` is what was fed; else None."""
         if self.failed or self.size != len(body):
-            return False
+            return None
         if self._tail:
             self._scan(self._tail)
             self._tail = bytearray()
-        return not self.failed
+        return None if self.failed else (self._runs, self._changed, self._lines)

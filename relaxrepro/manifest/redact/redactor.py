@@ -408,8 +408,7 @@ class Redactor:
             found.append(self._user)
         return [p.lower() for p in found]
 
-    def lines(self, text: str, hot: Optional[List[int]] = None, odd: Optional[bool] = None, part: bool = False
-              ) -> Tuple[str, List[int]]:
+    def lines(self, text: str, hot: Optional[List[int]] = None, part: bool = False) -> Tuple[str, List[int]]:
         """Redact a patch line by line.
 
         Returns the text and the 1-based numbers of the lines that changed; the line count is kept, so
@@ -417,11 +416,10 @@ class Redactor:
         secret's YAML block scalar (``password: |``); a command continued with backslashes is read whole;
         each file's values are read as its kind writes them (``.env``, ``.netrc``, ``.pgpass``). ``hot``: where
         the lines that hold what a rule looks for start, when already found for :meth:`needles`
-        (:class:`~.prefilter.Stream`); ``odd``: whether ``text`` breaks lines otherwise than at ``\n``, when known.
-        ``part``: ``text`` is a run of a patch's files (each file's state ends with it); the patch they make is
-        given to :meth:`own` whole.
+        (:class:`~.prefilter.Stream`). ``part``: ``text`` is a run of a patch's files (each file's state ends with
+        it); the patch they make is given to :meth:`own` whole.
         """
-        out, changed = redact_lines(self, text, hot, odd)
+        out, changed = redact_lines(self, text, hot)
         if not part:
             self.own(out)
         return out, changed

@@ -613,8 +613,8 @@ def test_an_aborted_merge_leaves_no_operation(tmp_path):
 
 
 @pytest.mark.parametrize("staged", [False, True], ids=["unstaged", "staged-and-unstaged"])
-def test_a_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(tmp_path, repo, monkeypatch, staged):
-    # The hot lines found while git diff runs (prefilter.Stream) give the record a scan of the whole body gives:
+def test_a_patch_redacted_as_git_prints_it_is_the_patch_redacted_whole(tmp_path, repo, monkeypatch, staged):
+    # The patch redacted while git diff runs (prefilter.Stream) gives the record a pass over the whole body gives:
     # tracked files of several kinds, then untracked ones embedded after them.
     from relaxrepro.collect.probes import git as git_probe
 
@@ -635,7 +635,6 @@ def test_a_patch_scanned_as_git_prints_it_is_the_patch_scanned_whole(tmp_path, r
         fed.append(len(chunk)), _f(self, chunk))[1])
     streamed = only(probe_doc(tmp_path, repo))
     assert bool(fed) is not staged  # a staged change and an unstaged one: two outputs, scanned whole after
-    monkeypatch.setattr(git_probe.Stream, "result", lambda self, body: None)
     monkeypatch.setattr(git_probe.Stream, "redacted", lambda self, body: None)
     whole = only(probe_doc(tmp_path, repo))
     assert streamed["patch"] == whole["patch"] and pw not in json.dumps(streamed)
